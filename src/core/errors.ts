@@ -1,0 +1,50 @@
+/** Error codes shared by the library, the CLI and the HTTP API (mapped to status codes at the edge). */
+export type ErrorCode =
+  | 'unauthorized'
+  | 'invalid_json'
+  | 'invalid_request'
+  | 'unknown_task'
+  | 'invalid_payload'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large';
+
+export interface ErrorIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+/** The one error type skiplock throws at its callers. */
+export class SkiplockError extends Error {
+  readonly code: ErrorCode;
+  readonly issues: ErrorIssue[] | undefined;
+
+  constructor(code: ErrorCode, message: string, issues?: ErrorIssue[]) {
+    super(message);
+    this.name = 'SkiplockError';
+    this.code = code;
+    this.issues = issues;
+  }
+}
+
+/**
+ * Thrown by a handler (or any error with `permanent: true`) to say that retrying cannot help:
+ * the job goes to DEAD on this attempt, for a person to review.
+ */
+export class PermanentError extends Error {
+  readonly permanent = true;
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PermanentError';
+  }
+}
+
+export function isPermanent(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { permanent?: unknown }).permanent === true;
+}
+
+/** A short, single-line description of anything thrown, for last_error. */
+export function describeError(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
+}

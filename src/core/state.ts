@@ -1,0 +1,84 @@
+/**
+ * The job state machine, in one place.
+ *
+ *   QUEUED ──claim──▶ RUNNING ──done──────▶ DONE
+ *     ▲  │              │ ├────retry───────▶ QUEUED (run_at = now + backoff)
+ *     │  │              │ ├────dead────────▶ DEAD   (permanent error, bad payload, unknown task,
+ *     │  │              │ │                           or attempts exhausted)
+ *     │  │              │ ├────cancelled───▶ CANCELLED (a cancel was requested while it ran)
+ *     │  │              │ ├────release─────▶ QUEUED (stopped by the worker at its deadline or
+ *     │  │              │ │                           shutdown; the attempt is given back)
+ *     │  │              │ └────lease expired (reaper) ▶ QUEUED, or DEAD when attempts are exhausted
+ *     │  └──cancel──▶ CANCELLED
+ *     └──────retry (by a person)──── DEAD | CANCELLED
+ *
+ * Every arrow is one SQL statement in src/store/jobs.ts. The arrows out of RUNNING are fenced:
+ * they apply only where locked_by and attempts still match the worker that claimed the job.
+ */
+import type { Backoff } from './backoff.ts';
+import { backoffDelayMs } from './backoff.ts';
+import { describeError, isPermanent } from './errors.ts';
+import type { JobStatus } from './types.ts';
+
+export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
+  QUEUED: ['RUNNING', 'CANCELLED'],
+  RUNNING: ['DONE', 'QUEUED', 'DEAD', 'CANCELLED'],
+  DONE: [],
+  DEAD: ['QUEUED'],
+  CANCELLED: ['QUEUED'],
+};
+
+export const TERMINAL_STATUSES: readonly JobStatus[] = ['DONE', 'DEAD', 'CANCELLED'];
+
+/** How a run ended, as the result write records it. */
+export type Outcome =
+  | { kind: 'done'; result: unknown }
+  | { kind: 'retry'; error: string; delayMs: number }
+  | { kind: 'dead'; error: string }
+  | { kind: 'cancelled'; error: string }
+  /** Stopped by the worker (deadline, shutdown) and put back due now, without spending the attempt. */
+  | { kind: 'release'; error: string };
+
+export function done(result: unknown): Outcome {
+  return { kind: 'done', result: result === undefined ? null : result };
+}
+
+export function dead(error: unknown): Outcome {
+  return { kind: 'dead', error: describeError(error) };
+}
+
+export function released(reason: string): Outcome {
+  return { kind: 'release', error: reason };
+}
+
+export function cancelled(): Outcome {
+  return { kind: 'cancelled', error: 'cancelled while running' };
+}
+
+/**
+ * A failed attempt: retried with backoff while attempts remain and the error is transient;
+ * DEAD when the error is permanent or this was the last attempt.
+ */
+export function failed(
+  job: { attempts: number; maxAttempts: number },
+  error: unknown,
+  backoff?: Backoff,
+  random?: () => number,
+): Outcome {
+  if (isPermanent(error) || job.attempts >= job.maxAttempts) return dead(error);
+  return { kind: 'retry', error: describeError(error), delayMs: backoffDelayMs(job.attempts, backoff, random) };
+}
+
+export function statusAfter(outcome: Outcome): JobStatus {
+  switch (outcome.kind) {
+    case 'done':
+      return 'DONE';
+    case 'retry':
+    case 'release':
+      return 'QUEUED';
+    case 'dead':
+      return 'DEAD';
+    case 'cancelled':
+      return 'CANCELLED';
+  }
+}

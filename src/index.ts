@@ -1,0 +1,12 @@
+export { createSkiplock, type Skiplock, type SkiplockConfig, type RetentionOptions } from './runtime/skiplock.ts';
+export { defineTask, type Task, type TaskContext, type TaskDefinition } from './runtime/task.ts';
+export type { EnqueueInput, EnqueueResult } from './runtime/enqueue.ts';
+export type { TickOptions } from './runtime/tick.ts';
+export { PermanentError, SkiplockError, type ErrorCode } from './core/errors.ts';
+export type { Backoff, BackoffOptions } from './core/backoff.ts';
+export type { Job, JobStatus, TickResult } from './core/types.ts';
+export type { Sql, Statement } from './store/sql.ts';
+export { createPgDriver } from './store/drivers/pg.ts';
+export { createNeonHttpDriver } from './store/drivers/neon-http.ts';
+export { createNeonWsDriver } from './store/drivers/neon-ws.ts';
+export { migrate, type Migration } from './store/migrate.ts';

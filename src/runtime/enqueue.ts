@@ -1,0 +1,106 @@
+import { z } from 'zod';
+import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
+import type { Job } from '../core/types.ts';
+import { insertJobs, type Clock, type NewJobRow } from '../store/jobs.ts';
+import { mapJob } from '../store/rows.ts';
+import type { Sql } from '../store/sql.ts';
+import { requireTask, type TaskRegistry } from './task.ts';
+
+const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
+
+/** The options of one enqueue; the HTTP API accepts exactly this shape as JSON. */
+export const enqueueInputSchema = z.strictObject({
+  task: z.string().min(1).max(200),
+  /** Checked against the task's own schema. Omitted means `{}`. */
+  payload: z.unknown().optional(),
+  /** When the job becomes due (ISO-8601 with offset, or a Date). Default: now. */
+  runAt: z.union([z.date(), z.iso.datetime({ offset: true })]).optional(),
+  /** Due this many ms after now (instead of runAt). */
+  delayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
+  /** Higher runs first. Default: the task's priority. */
+  priority: z.number().int().min(-32768).max(32767).optional(),
+  /** Default: the task's maxAttempts. */
+  maxAttempts: z.number().int().min(1).max(1000).optional(),
+  /** Default: the task's timeoutMs. */
+  timeoutMs: z.number().int().min(1).max(24 * 3600 * 1000).optional(),
+  /** Enqueueing the same key again returns the original job and writes nothing. */
+  idempotencyKey: z.string().min(1).max(255).optional(),
+}).refine((input) => input.runAt === undefined || input.delayMs === undefined, {
+  message: 'give runAt or delayMs, not both',
+  path: ['delayMs'],
+});
+
+export type EnqueueInput = z.input<typeof enqueueInputSchema>;
+
+export interface EnqueueResult {
+  job: Job;
+  /** False when the idempotency key matched an existing job, which is returned instead. */
+  created: boolean;
+}
+
+export function toIssues(error: z.ZodError, prefix: (string | number)[] = []): ErrorIssue[] {
+  return error.issues.map((issue) => ({
+    path: [...prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))],
+    message: issue.message,
+  }));
+}
+
+/** Validates one input completely (envelope, task, payload) into the row to insert. */
+function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]): NewJobRow {
+  const parsed = enqueueInputSchema.safeParse(raw);
+  if (!parsed.success) throw new SkiplockError('invalid_request', 'invalid job', toIssues(parsed.error, path));
+  const input = parsed.data;
+  const task = requireTask(registry, input.task);
+  const payload = task.payload.safeParse(input.payload ?? {});
+  if (!payload.success) {
+    const issues = toIssues(payload.error, [...path, 'payload']);
+    throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, issues);
+  }
+  return {
+    task: task.name,
+    payload: payload.data,
+    priority: input.priority ?? task.priority,
+    run_at: input.runAt === undefined ? null : new Date(input.runAt).toISOString(),
+    delay_ms: input.delayMs ?? 0,
+    max_attempts: input.maxAttempts ?? task.maxAttempts,
+    timeout_ms: input.timeoutMs ?? task.timeoutMs,
+    idempotency_key: input.idempotencyKey ?? null,
+    schedule_name: null,
+    scheduled_for: null,
+  };
+}
+
+/**
+ * Validates every input, then inserts them all in one statement (all or nothing).
+ * Nothing is written unless every job is valid.
+ */
+export async function enqueueJobs(
+  sql: Sql,
+  registry: TaskRegistry,
+  inputs: readonly unknown[],
+  now: Clock = null,
+): Promise<EnqueueResult[]> {
+  const rows = inputs.map((input, i) => prepare(registry, input, inputs.length > 1 ? ['jobs', i] : []));
+  const keys = new Set<string>();
+  for (const [i, row] of rows.entries()) {
+    if (row.idempotency_key === null) continue;
+    if (keys.has(row.idempotency_key))
+      throw new SkiplockError('invalid_request', 'the same idempotency key appears twice in one batch', [
+        { path: ['jobs', i, 'idempotencyKey'], message: 'duplicate idempotency key' },
+      ]);
+    keys.add(row.idempotency_key);
+  }
+  if (rows.length === 0) return [];
+
+  const returned = await sql.query(insertJobs({ jobs: rows, now }));
+  // RETURNING has no guaranteed order: match keyed rows by key, the others by id (assigned in input order).
+  const byKey = new Map<string, EnqueueResult>();
+  const unkeyed: EnqueueResult[] = [];
+  for (const row of returned) {
+    const result = { job: mapJob(row), created: row.inserted === true };
+    if (result.job.idempotencyKey !== null) byKey.set(result.job.idempotencyKey, result);
+    else unkeyed.push(result);
+  }
+  unkeyed.sort((a, b) => (BigInt(a.job.id) < BigInt(b.job.id) ? -1 : 1));
+  return rows.map((row) => (row.idempotency_key === null ? unkeyed.shift()! : byKey.get(row.idempotency_key)!));
+}

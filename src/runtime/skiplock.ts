@@ -1,0 +1,106 @@
+/**
+ * The library's entry point: a database, the tasks, and the operations built on them.
+ *
+ *   const skiplock = createSkiplock({ sql: createNeonHttpDriver(env.DATABASE_URL), tasks: [sendEmail] });
+ *   await skiplock.enqueue({ task: 'send-email', payload: { to } });
+ *   await skiplock.tick({ budgetMs: 25_000 });
+ */
+import type { Job, TickResult } from '../core/types.ts';
+import { getJob, pruneFinishedJobs, reapExpiredLeases, type Clock } from '../store/jobs.ts';
+import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
+import { mapJob } from '../store/rows.ts';
+import type { Sql } from '../store/sql.ts';
+import { enqueueJobs, type EnqueueInput, type EnqueueResult } from './enqueue.ts';
+import { createRegistry, type Task, type TaskRegistry } from './task.ts';
+import { tick, type TickDeps, type TickOptions } from './tick.ts';
+
+export type Logger = TickDeps['log'];
+
+export interface SkiplockConfig {
+  /** The database port: createPgDriver, createNeonHttpDriver or createNeonWsDriver. */
+  sql: Sql;
+  /** Every task this deployment can run; enqueueing any other task is refused. */
+  tasks: readonly Task[];
+  /** Defaults for every tick, overridable per call. */
+  tick?: TickOptions;
+  /** Where warnings go (stale writes, failed statements). Default: console. */
+  log?: Logger;
+  /**
+   * The clock passed into SQL. Default: the database's now(). Tests pass instants in instead of
+   * waiting; production never sets it (one clock: the database's).
+   */
+  now?: () => Date | null;
+}
+
+export interface RetentionOptions {
+  /** Delete DONE jobs finished longer ago than this (ms). Default 7 days. */
+  doneMs?: number;
+  /** Delete CANCELLED jobs finished longer ago than this (ms). Default 7 days. */
+  cancelledMs?: number;
+  /** Delete DEAD jobs older than this (ms); null keeps them until a person acts. Default null. */
+  deadMs?: number | null;
+  /** At most this many rows per call. Default 10 000. */
+  limit?: number;
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+const consoleLog: Logger = (level, message, fields) => console[level](`[skiplock] ${message}`, fields ?? '');
+
+export interface Skiplock {
+  readonly sql: Sql;
+  readonly tasks: TaskRegistry;
+  /** Validates and enqueues one job; the same idempotency key returns the original job. */
+  enqueue(input: EnqueueInput): Promise<Job>;
+  /** Validates every job, then enqueues all or none, in one statement. */
+  enqueueBatch(inputs: readonly EnqueueInput[]): Promise<EnqueueResult[]>;
+  /** Runs one tick (see TickOptions). */
+  tick(options?: TickOptions): Promise<TickResult>;
+  /** Returns RUNNING jobs whose lease expired to the queue; resolves to how many. */
+  reap(): Promise<number>;
+  /** Deletes finished jobs past their retention; resolves to how many. */
+  prune(options?: RetentionOptions): Promise<number>;
+  getJob(id: string): Promise<Job | undefined>;
+  /** Applies pending migrations (Node: `loadMigrations()` from skiplock/migrations-fs). */
+  migrate(migrations: readonly Migration[]): Promise<MigrateResult>;
+}
+
+export function createSkiplock(config: SkiplockConfig): Skiplock {
+  const { sql } = config;
+  const registry = createRegistry(config.tasks);
+  const now = (): Clock => config.now?.() ?? null;
+  const log = config.log ?? consoleLog;
+
+  const enqueueBatch = (inputs: readonly EnqueueInput[]) => enqueueJobs(sql, registry, inputs, now());
+  const enqueue = async (input: EnqueueInput) => (await enqueueJobs(sql, registry, [input], now()))[0]!.job;
+
+  return {
+    sql,
+    tasks: registry,
+    enqueue,
+    enqueueBatch,
+    tick: (options) => tick({ sql, now, log, run: { registry, enqueue } }, { ...config.tick, ...options }),
+    async reap() {
+      const [row] = await sql.query(reapExpiredLeases({ now: now(), limit: 10_000 }));
+      return Number(row?.reaped ?? 0);
+    },
+    async prune(options = {}) {
+      const [row] = await sql.query(
+        pruneFinishedJobs({
+          now: now(),
+          doneMs: options.doneMs ?? 7 * DAY_MS,
+          cancelledMs: options.cancelledMs ?? 7 * DAY_MS,
+          deadMs: options.deadMs ?? null,
+          limit: options.limit ?? 10_000,
+        }),
+      );
+      return Number(row?.deleted ?? 0);
+    },
+    async getJob(id) {
+      if (!/^\d{1,19}$/.test(id)) return undefined;
+      const [row] = await sql.query(getJob({ id }));
+      return row ? mapJob(row) : undefined;
+    },
+    migrate: (migrations) => migrate(sql, migrations),
+  };
+}

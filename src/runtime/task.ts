@@ -1,0 +1,79 @@
+import type { z } from 'zod';
+import type { Backoff } from '../core/backoff.ts';
+import { SkiplockError } from '../core/errors.ts';
+import type { Job } from '../core/types.ts';
+import type { EnqueueInput } from './enqueue.ts';
+
+/** What a handler receives beside its payload. */
+export interface TaskContext<Payload = unknown> {
+  /**
+   * Aborted when the job's timeout passes, when the invocation's deadline nears, when the job's
+   * lease is lost to another worker, or when the job is cancelled. Pass it to every I/O call.
+   */
+  signal: AbortSignal;
+  job: Job<Payload>;
+  /** 1 on the first run, 2 on the first retry, … */
+  attempt: number;
+  /**
+   * Stable across every attempt of this job: give it to external systems (payments, e-mail) so
+   * that a job run twice after a crash has its side effect once.
+   */
+  idempotencyKey: string;
+  /** Extends this job's lease now; resolves false when the lease was lost (stop working then). */
+  heartbeat(): Promise<boolean>;
+  /** Enqueues follow-up jobs (validated like any enqueue). */
+  enqueue(input: EnqueueInput): Promise<Job>;
+}
+
+export interface TaskDefinition<Schema extends z.ZodType = z.ZodType> {
+  /** Unique task name, stored in job.task. */
+  name: string;
+  /** zod schema of the payload: checked before enqueue writes anything, and again before a run. */
+  payload: Schema;
+  /** The work. Resolve with a JSON-serializable result; throw to fail (PermanentError: no retry). */
+  handler(payload: z.output<Schema>, ctx: TaskContext<z.output<Schema>>): unknown;
+  /** Per-attempt time limit in ms; the signal aborts when it passes. Default 10 000. */
+  timeoutMs?: number;
+  /** Attempts before the job goes to DEAD. Default 5. */
+  maxAttempts?: number;
+  /** Retry delays. Default 10 s·2^(attempt−1), capped at 1 h, jittered down by up to 25%. */
+  backoff?: Backoff;
+  /** Default priority of its jobs; higher runs first. Default 0. */
+  priority?: number;
+}
+
+export type Task = TaskDefinition<z.ZodType> & {
+  timeoutMs: number;
+  maxAttempts: number;
+  priority: number;
+};
+
+export const TASK_DEFAULTS = { timeoutMs: 10_000, maxAttempts: 5, priority: 0 } as const;
+
+/** Declares a task; options are checked now, so a bad definition fails at startup. */
+export function defineTask<Schema extends z.ZodType>(definition: TaskDefinition<Schema>): Task {
+  const task = { ...TASK_DEFAULTS, ...definition } as unknown as Task;
+  if (!/^[\w.:-]{1,200}$/.test(task.name)) throw new TypeError(`task name ${JSON.stringify(task.name)} must be 1–200 of [A-Za-z0-9_.:-]`);
+  if (!Number.isInteger(task.timeoutMs) || task.timeoutMs < 1) throw new TypeError(`${task.name}: timeoutMs must be a positive integer`);
+  if (!Number.isInteger(task.maxAttempts) || task.maxAttempts < 1 || task.maxAttempts > 1000)
+    throw new TypeError(`${task.name}: maxAttempts must be an integer from 1 to 1000`);
+  if (!Number.isInteger(task.priority) || Math.abs(task.priority) > 32767) throw new TypeError(`${task.name}: priority must be a smallint`);
+  return task;
+}
+
+export type TaskRegistry = ReadonlyMap<string, Task>;
+
+export function createRegistry(tasks: readonly Task[]): TaskRegistry {
+  const registry = new Map<string, Task>();
+  for (const task of tasks) {
+    if (registry.has(task.name)) throw new TypeError(`task ${task.name} is defined twice`);
+    registry.set(task.name, task);
+  }
+  return registry;
+}
+
+export function requireTask(registry: TaskRegistry, name: string): Task {
+  const task = registry.get(name);
+  if (!task) throw new SkiplockError('unknown_task', `unknown task ${JSON.stringify(name)}`);
+  return task;
+}

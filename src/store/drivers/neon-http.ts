@@ -1,0 +1,24 @@
+import { neon, neonConfig } from '@neondatabase/serverless';
+import type { Row, Sql, Statement } from '../sql.ts';
+
+export interface NeonHttpOptions {
+  /** Overrides Neon's HTTPS endpoint, e.g. the local proxy's `http://127.0.0.1:PORT/sql`. */
+  fetchEndpoint?: string;
+}
+
+/** Neon's HTTP driver: one HTTPS request per statement or batch, no connection to hold. */
+export function createNeonHttpDriver(connectionString: string, options: NeonHttpOptions = {}): Sql {
+  // neon() reads fetchEndpoint from the global config; only the local stack sets it.
+  if (options.fetchEndpoint) neonConfig.fetchEndpoint = options.fetchEndpoint;
+  const sql = neon(connectionString);
+
+  return {
+    async query<R extends Row>(s: Statement) {
+      return (await sql.query(s.text, s.values as unknown[])) as R[];
+    },
+    async batch(statements: readonly Statement[]) {
+      return (await sql.transaction(statements.map((s) => sql.query(s.text, s.values as unknown[])))) as Row[][];
+    },
+    async close() {},
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * Every statement that reads or changes jobs. Each builder is pure and returns one Statement;
+ * each state change is exactly one statement, so all of them work over Neon's HTTP driver.
+ *
+ * Time: `$1` is always the clock. It is null in production (the database's now()) and a
+ * fixed instant in tests, so that tests pass time in instead of waiting for it.
+ */
+import type { JobStatus } from '../core/types.ts';
+import { statement, type Statement } from './sql.ts';
+
+const NOW = 'coalesce($1::timestamptz, now())';
+const MS = "* interval '1 millisecond'";
+
+/** The clock parameter: null means the database's own now(). */
+export type Clock = Date | null;
+
+function clock(now: Clock): string | null {
+  return now ? now.toISOString() : null;
+}
+
+export interface NewJobRow {
+  task: string;
+  payload: unknown;
+  priority: number;
+  /** An absolute run time; when null, `delay_ms` after the database's now. */
+  run_at: string | null;
+  delay_ms: number;
+  max_attempts: number;
+  timeout_ms: number;
+  idempotency_key: string | null;
+  schedule_name: string | null;
+  scheduled_for: string | null;
+}
+
+/**
+ * Inserts jobs; a job whose idempotency key already exists returns the existing row instead.
+ * `DO UPDATE` (a no-op update) rather than `DO NOTHING`, because only it returns the row that
+ * a concurrent transaction committed: `inserted` tells the two apart.
+ */
+export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): Statement {
+  return statement(
+    `WITH input AS (
+       SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(
+         ord int, task text, payload jsonb, priority smallint, run_at timestamptz, delay_ms bigint,
+         max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz)
+     )
+     INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
+                                    idempotency_key, schedule_name, scheduled_for, created_at, updated_at)
+     SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
+            idempotency_key, schedule_name, scheduled_for, ${NOW}, ${NOW}
+       FROM input ORDER BY ord
+     ON CONFLICT (idempotency_key) DO UPDATE SET idempotency_key = excluded.idempotency_key
+     RETURNING j.*, (j.xmax::text = '0') AS inserted`,
+    [clock(params.now), JSON.stringify(params.jobs.map((job, ord) => ({ ord, ...job })))],
+  );
+}
+
+/** A finished run, as the tick writes it back. */
+export interface ResultRow {
+  id: string;
+  attempt: number;
+  status: Exclude<JobStatus, 'RUNNING'>;
+  result: unknown;
+  error: string | null;
+  /** For status QUEUED: the retry delay after now. */
+  delay_ms: number;
+  /** Back to QUEUED without spending the attempt (stopped by the worker, not by the job). */
+  release: boolean;
+}
+
+export interface CompleteAndClaimParams {
+  now: Clock;
+  workerId: string;
+  /** Results of the previous batch to write, fenced by locked_by + attempt. */
+  results: readonly ResultRow[];
+  /** How many jobs to claim (the free slots); 0 only writes. */
+  limit: number;
+  /** Only jobs whose timeout fits in what is left of the invocation are claimed. */
+  budgetMs: number;
+  /** Lease = min(timeout + leaseGraceMs, leaseMs); long jobs are heartbeated. */
+  leaseMs: number;
+  leaseGraceMs: number;
+}
+
+/**
+ * The tick's steady-state statement: writes the previous batch's results and claims the next
+ * batch in one round trip. The two UPDATEs touch disjoint rows (RUNNING vs QUEUED).
+ * Returns one row per claimed job, or a single row with null job columns when none was claimed;
+ * every row carries `written`, the ids whose result landed (the rest were stale).
+ */
+export function completeAndClaim(p: CompleteAndClaimParams): Statement {
+  return statement(
+    `WITH results AS (
+       SELECT * FROM jsonb_to_recordset($3::jsonb)
+         AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean)
+     ),
+     written AS (
+       UPDATE skiplock.job j SET
+         status = r.status,
+         attempts = CASE WHEN r.release THEN j.attempts - 1 ELSE j.attempts END,
+         result = CASE WHEN r.status = 'DONE' THEN r.result END,
+         last_error = coalesce(r.error, j.last_error),
+         run_at = CASE WHEN r.status = 'QUEUED' THEN ${NOW} + r.delay_ms ${MS} ELSE j.run_at END,
+         finished_at = CASE WHEN r.status = 'QUEUED' THEN NULL ELSE ${NOW} END,
+         locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
+       FROM results r
+       WHERE j.id = r.id AND j.status = 'RUNNING' AND j.locked_by = $2 AND j.attempts = r.attempt
+       RETURNING j.id
+     ),
+     next AS MATERIALIZED (
+       SELECT id FROM skiplock.job
+        WHERE status = 'QUEUED' AND run_at <= ${NOW} AND timeout_ms <= $5 AND attempts < max_attempts
+        ORDER BY priority DESC, run_at, id
+        LIMIT $4
+        FOR UPDATE SKIP LOCKED
+     ),
+     claimed AS (
+       UPDATE skiplock.job j SET
+         status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
+         locked_until = ${NOW} + least(j.timeout_ms + $7, $6) ${MS}, updated_at = ${NOW}
+       FROM next WHERE j.id = next.id
+       RETURNING j.*
+     )
+     SELECT (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) FROM written) AS written, claimed.*
+       FROM (SELECT 1) AS one LEFT JOIN claimed ON true`,
+    [clock(p.now), p.workerId, JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs],
+  );
+}
+
+/**
+ * Extends the leases of jobs this worker still holds. Returns the ones it holds, with their
+ * cancel flag; a job missing from the answer was reaped or reclaimed, so its handler must stop.
+ */
+export function extendLeases(p: {
+  now: Clock;
+  workerId: string;
+  jobs: readonly { id: string; attempt: number }[];
+  leaseMs: number;
+  leaseGraceMs: number;
+}): Statement {
+  return statement(
+    `UPDATE skiplock.job j SET
+       locked_until = greatest(j.locked_until, ${NOW} + least(j.timeout_ms + $5, $4) ${MS}),
+       updated_at = ${NOW}
+     FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int)
+     WHERE j.id = r.id AND j.status = 'RUNNING' AND j.locked_by = $2 AND j.attempts = r.attempt
+     RETURNING j.id::text AS id, j.cancel_requested`,
+    [clock(p.now), p.workerId, JSON.stringify(p.jobs), p.leaseMs, p.leaseGraceMs],
+  );
+}
+
+/**
+ * The reaper: RUNNING jobs whose lease expired go back to QUEUED, due now; to DEAD when their
+ * attempts are exhausted; to CANCELLED when a cancel was requested.
+ */
+export function reapExpiredLeases(p: { now: Clock; limit: number }): Statement {
+  return statement(
+    `WITH expired AS MATERIALIZED (
+       SELECT id FROM skiplock.job
+        WHERE status = 'RUNNING' AND locked_until < ${NOW}
+        ORDER BY locked_until
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+     ),
+     reaped AS (
+       UPDATE skiplock.job j SET
+         status = CASE WHEN j.cancel_requested THEN 'CANCELLED'
+                       WHEN j.attempts >= j.max_attempts THEN 'DEAD'
+                       ELSE 'QUEUED' END,
+         finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN ${NOW} END,
+         last_error = 'lease expired on attempt ' || j.attempts || ' (worker ' || j.locked_by || ' stopped responding)',
+         run_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN j.run_at ELSE ${NOW} END,
+         locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
+       FROM expired WHERE j.id = expired.id
+       RETURNING j.id, j.status
+     )
+     SELECT count(*)::int AS reaped, count(*) FILTER (WHERE status = 'DEAD')::int AS dead FROM reaped`,
+    [clock(p.now), p.limit],
+  );
+}
+
+export interface RetentionParams {
+  now: Clock;
+  /** DONE jobs older than this are deleted. */
+  doneMs: number;
+  /** CANCELLED jobs older than this are deleted. */
+  cancelledMs: number;
+  /** DEAD jobs older than this are deleted; null keeps them until a person acts. */
+  deadMs: number | null;
+  limit: number;
+}
+
+/** Retention: deletes finished jobs past their age, oldest first, at most `limit` at a time. */
+export function pruneFinishedJobs(p: RetentionParams): Statement {
+  return statement(
+    `WITH doomed AS MATERIALIZED (
+       SELECT id FROM skiplock.job
+        WHERE finished_at IS NOT NULL
+          AND (   (status = 'DONE' AND finished_at < ${NOW} - $2 ${MS})
+               OR (status = 'CANCELLED' AND finished_at < ${NOW} - $3 ${MS})
+               OR (status = 'DEAD' AND $4::bigint IS NOT NULL AND finished_at < ${NOW} - $4 ${MS}))
+        ORDER BY finished_at
+        LIMIT $5
+        FOR UPDATE SKIP LOCKED
+     ),
+     deleted AS (DELETE FROM skiplock.job j USING doomed WHERE j.id = doomed.id RETURNING 1)
+     SELECT count(*)::int AS deleted FROM deleted`,
+    [clock(p.now), p.doneMs, p.cancelledMs, p.deadMs, p.limit],
+  );
+}
+
+export function getJob(p: { id: string }): Statement {
+  return statement(`SELECT * FROM skiplock.job WHERE id = $1::bigint`, [p.id]);
+}

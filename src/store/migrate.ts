@@ -1,0 +1,114 @@
+/**
+ * Applies the numbered .sql files of migrations/ in order, each in one non-interactive
+ * transaction that first takes a transaction-scoped advisory lock. No session state is used, so
+ * it works over Neon's HTTP driver, and any number of invocations may migrate at once: the
+ * lock serializes them, and the unique migration id makes a late one roll back harmlessly.
+ */
+import { sqlState, statement, type Sql, type Statement } from './sql.ts';
+
+export interface Migration {
+  /** The number that prefixes the file name: 1 for 001_job.sql. */
+  id: number;
+  name: string;
+  sql: string;
+}
+
+export interface MigrateResult {
+  applied: number[];
+  alreadyApplied: number[];
+}
+
+// Any constant works; it only has to be the same for every skiplock migrator.
+const LOCK = statement(`SELECT pg_advisory_xact_lock(7301452913)`);
+
+const BOOTSTRAP: Statement[] = [
+  LOCK,
+  statement(`CREATE SCHEMA IF NOT EXISTS skiplock`),
+  statement(`CREATE TABLE IF NOT EXISTS skiplock.migration (
+    id integer PRIMARY KEY,
+    name text NOT NULL,
+    checksum text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+  )`),
+];
+
+export async function migrate(sql: Sql, migrations: readonly Migration[]): Promise<MigrateResult> {
+  await sql.batch(BOOTSTRAP);
+  const rows = await sql.query<{ id: number; checksum: string }>(statement(`SELECT id, checksum FROM skiplock.migration`));
+  const applied = new Map(rows.map((r) => [Number(r.id), r.checksum]));
+  const result: MigrateResult = { applied: [], alreadyApplied: [] };
+
+  for (const migration of [...migrations].sort((a, b) => a.id - b.id)) {
+    const checksum = await sha256(migration.sql);
+    const known = applied.get(migration.id);
+    if (known !== undefined) {
+      if (known !== checksum) throw new Error(`migration ${migration.name} was changed after it was applied`);
+      result.alreadyApplied.push(migration.id);
+      continue;
+    }
+    try {
+      await sql.batch([
+        LOCK,
+        statement(`INSERT INTO skiplock.migration (id, name, checksum) VALUES ($1, $2, $3)`, [
+          migration.id,
+          migration.name,
+          checksum,
+        ]),
+        ...splitStatements(migration.sql).map((text) => statement(text)),
+      ]);
+      result.applied.push(migration.id);
+    } catch (error) {
+      // Another migrator committed this one while we waited for the lock.
+      if (sqlState(error) !== '23505') throw error;
+      result.alreadyApplied.push(migration.id);
+    }
+  }
+  return result;
+}
+
+/** Parses `001_job.sql` into its id; other names are not migrations. */
+export function parseMigrationName(fileName: string): number | undefined {
+  const match = /^(\d+)_[\w-]+\.sql$/.exec(fileName);
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * Splits a migration into statements (the HTTP driver runs one per query). Semicolons inside
+ * quotes, dollar-quoted bodies and comments do not split.
+ */
+export function splitStatements(text: string): string[] {
+  const statements: string[] = [];
+  let current = '';
+  let i = 0;
+  const skipTo = (end: string, from: number) => {
+    const at = text.indexOf(end, from);
+    return at === -1 ? text.length : at + end.length;
+  };
+  while (i < text.length) {
+    const rest = text.slice(i, i + 2);
+    let next: number;
+    if (rest === '--') next = skipTo('\n', i);
+    else if (rest === '/*') next = skipTo('*/', i + 2);
+    else if (text[i] === "'" || text[i] === '"') next = skipTo(text[i]!, i + 1);
+    else if (text[i] === '$') {
+      const tag = /^\$[A-Za-z_]*\$/.exec(text.slice(i))?.[0];
+      next = tag ? skipTo(tag, i + tag.length) : i + 1;
+    } else if (text[i] === ';') {
+      if (current.trim()) statements.push(current.trim());
+      current = '';
+      i += 1;
+      continue;
+    } else next = i + 1;
+    // Comments are dropped; everything else is kept verbatim.
+    if (rest !== '--' && rest !== '/*') current += text.slice(i, next);
+    else current += ' ';
+    i = next;
+  }
+  if (current.trim()) statements.push(current.trim());
+  return statements;
+}
+
+async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}

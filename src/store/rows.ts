@@ -1,0 +1,60 @@
+import type { Job, JobStatus } from '../core/types.ts';
+import type { Row } from './sql.ts';
+
+/** Drivers agree on most types; these accept both parsed and text forms so every driver maps alike. */
+export function toDate(value: unknown): Date {
+  return value instanceof Date ? value : new Date(String(value));
+}
+
+function toDateOrNull(value: unknown): Date | null {
+  return value === null || value === undefined ? null : toDate(value);
+}
+
+// Every driver parses jsonb itself; a JSON string value arrives as a JS string.
+function toJson(value: unknown): unknown {
+  return value ?? null;
+}
+
+function toStringOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+export function mapJob(row: Row): Job {
+  return {
+    id: String(row.id),
+    task: String(row.task),
+    payload: toJson(row.payload),
+    status: row.status as JobStatus,
+    priority: Number(row.priority),
+    runAt: toDate(row.run_at),
+    attempts: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts),
+    timeoutMs: Number(row.timeout_ms),
+    lockedBy: toStringOrNull(row.locked_by),
+    lockedUntil: toDateOrNull(row.locked_until),
+    cancelRequested: row.cancel_requested === true || row.cancel_requested === 't',
+    lastError: toStringOrNull(row.last_error),
+    result: toJson(row.result),
+    idempotencyKey: toStringOrNull(row.idempotency_key),
+    scheduleName: toStringOrNull(row.schedule_name),
+    scheduledFor: toDateOrNull(row.scheduled_for),
+    createdAt: toDate(row.created_at),
+    updatedAt: toDate(row.updated_at),
+    finishedAt: toDateOrNull(row.finished_at),
+  };
+}
+
+/** The JSON shape of a job at the HTTP edge (CONTRACT.md): ISO times, string ids. */
+export function jobToJson(job: Job) {
+  const { cancelRequested: _cancelRequested, scheduleName, scheduledFor, ...rest } = job;
+  return {
+    ...rest,
+    runAt: job.runAt.toISOString(),
+    lockedUntil: job.lockedUntil?.toISOString() ?? null,
+    createdAt: job.createdAt.toISOString(),
+    updatedAt: job.updatedAt.toISOString(),
+    finishedAt: job.finishedAt?.toISOString() ?? null,
+    scheduleName,
+    scheduledFor: scheduledFor?.toISOString() ?? null,
+  };
+}

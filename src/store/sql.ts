@@ -1,0 +1,35 @@
+/**
+ * The Sql port: everything skiplock needs from a database driver.
+ *
+ * Each call is one round trip and holds no session state between calls, so the same port
+ * works over Neon's HTTP endpoint, a WebSocket pool or a plain `pg` pool.
+ */
+export interface Statement {
+  readonly text: string;
+  readonly values: readonly unknown[];
+}
+
+export type Row = Record<string, unknown>;
+
+export interface Sql {
+  /** Runs one statement and returns its rows. */
+  query<R extends Row = Row>(statement: Statement): Promise<R[]>;
+  /** Runs several statements in one non-interactive transaction (all or nothing). */
+  batch(statements: readonly Statement[]): Promise<Row[][]>;
+  /** Releases connections, if the driver holds any. */
+  close(): Promise<void>;
+}
+
+/** Builds a statement; the tag keeps SQL builders short and greppable. */
+export function statement(text: string, values: readonly unknown[] = []): Statement {
+  return { text, values };
+}
+
+/** The SQLSTATE of a driver error, if it carries one (pg and Neon both set `.code`). */
+export function sqlState(error: unknown): string | undefined {
+  if (typeof error === 'object' && error !== null && 'code' in error) {
+    const code = (error as { code: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}

@@ -1,0 +1,31 @@
+import { inject } from 'vitest';
+import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { statement, type Sql } from '../../src/store/sql.ts';
+
+export interface TestDb {
+  name: string;
+  url: string;
+  /** A pg driver on this database. */
+  sql: Sql;
+  drop(): Promise<void>;
+}
+
+/** A fresh database for one test file: an empty, migrated copy of the template, or empty when `migrated` is false. */
+export async function createTestDb(options: { migrated?: boolean } = {}): Promise<TestDb> {
+  const name = `t_${crypto.randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  const admin = createPgDriver(inject('pgAdminUrl'), { max: 1 });
+  const template = options.migrated === false ? 'template0' : 'skiplock_template';
+  await admin.query(statement(`CREATE DATABASE ${name} TEMPLATE ${template}`));
+  const url = inject('pgUrlTemplate').replace('DBNAME', name);
+  const sql = createPgDriver(url, { max: 20 });
+  return {
+    name,
+    url,
+    sql,
+    async drop() {
+      await sql.close();
+      await admin.query(statement(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      await admin.close();
+    },
+  };
+}
