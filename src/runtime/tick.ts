@@ -152,7 +152,9 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
       const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map(mapJob);
       counts.claimed += claimed.length;
       claimed.forEach(start);
-      if (limit > 0) queueEmpty = claimed.length < limit;
+      // A job put back due now was invisible to this statement's claim (one snapshot): look again.
+      const requeuedNow = batch.some(({ outcome }) => outcome.kind === 'release' || (outcome.kind === 'retry' && outcome.delayMs === 0));
+      if (limit > 0) queueEmpty = claimed.length < limit && !requeuedNow;
     } catch (error) {
       // The write may or may not have landed; writing it again is safe because it is fenced.
       pending.unshift(...batch);

@@ -1,0 +1,301 @@
+/**
+ * A local stand-in for Neon's serverless endpoints, so that the real `@neondatabase/serverless`
+ * driver can talk to a plain local PostgreSQL (dev and tests only):
+ *  - `POST /sql`: Neon's HTTP query protocol, used by `neon()` (set `neonConfig.fetchEndpoint`);
+ *  - `/v2?address=host:port`: a WebSocket→TCP bridge, used by its `Pool`/`Client` (`neonConfig.wsProxy`).
+ *
+ * Wire protocol as read from @neondatabase/serverless 1.2.0: the driver always sends
+ * `Neon-Raw-Text-Output: true` and `Neon-Array-Mode: true` and expects every row as an array of
+ * Postgres text values (or null), whatever `arrayMode` the caller chose — it builds objects and
+ * parses types itself from `fields[].dataTypeID`. An HTTP 400 body is copied field by field onto
+ * the thrown error (`code`, `constraint`, ...); any other non-2xx status becomes
+ * "Server error (HTTP status N): <body text>".
+ */
+import http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import pg from 'pg';
+import { WebSocket, WebSocketServer } from 'ws';
+import type { RawData } from 'ws';
+
+export interface NeonProxyOptions {
+  /** Port to listen on (0 = pick a free port). Default 0. */
+  port?: number;
+  /** Host to bind. Default '127.0.0.1'. */
+  host?: string;
+  /** Max pooled pg connections per distinct connection string for HTTP /sql. Default 10. */
+  maxConnections?: number;
+}
+
+export interface NeonProxy {
+  port: number;
+  /** URL for neonConfig.fetchEndpoint, e.g. http://127.0.0.1:PORT/sql */
+  fetchEndpoint: string;
+  /** value for neonConfig.wsProxy: (host, port) => string */
+  wsProxy: (host: string, port: number | string) => string;
+  close(): Promise<void>;
+}
+
+interface SqlQuery {
+  query: string;
+  params: unknown[];
+}
+
+interface SqlResult {
+  command: string;
+  rowCount: number | null;
+  fields: pg.FieldDef[];
+  rows: unknown[];
+  rowAsArray: boolean;
+}
+
+/** Thrown for a request we refuse before touching Postgres; becomes a JSON error response. */
+class RequestError extends Error {
+  status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+// Every column comes back as the raw text Postgres sent; the driver parses it on its side.
+const RAW_TEXT: pg.CustomTypesConfig = {
+  getTypeParser: (() => (value: string) => value) as unknown as pg.CustomTypesConfig['getTypeParser'],
+};
+// The fields the driver copies from a 400 body onto its NeonDbError (its `er` list).
+const ERROR_FIELDS = ['severity', 'code', 'detail', 'hint', 'position', 'internalPosition', 'internalQuery',
+  'where', 'schema', 'table', 'column', 'dataType', 'constraint', 'file', 'line', 'routine'] as const;
+const ISOLATION: Record<string, string> = {
+  ReadUncommitted: 'READ UNCOMMITTED', ReadCommitted: 'READ COMMITTED',
+  RepeatableRead: 'REPEATABLE READ', Serializable: 'SERIALIZABLE',
+};
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
+const MAX_BODY = 10 * 1024 * 1024;
+
+export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<NeonProxy> {
+  const pools = new Map<string, pg.Pool>();
+  const busy = new Set<pg.PoolClient>();
+  const tcpSockets = new Set<net.Socket>();
+  let closing = false;
+
+  function poolFor(connectionString: string): pg.Pool {
+    let pool = pools.get(connectionString);
+    if (!pool) {
+      pool = new pg.Pool({ connectionString, max: options.maxConnections ?? 10 });
+      // An idle client dropped by the server must not crash the process; the pool replaces it.
+      pool.on('error', () => {});
+      pools.set(connectionString, pool);
+    }
+    return pool;
+  }
+
+  async function runQuery(client: pg.PoolClient, q: SqlQuery, arrayMode: boolean): Promise<SqlResult> {
+    // `queryMode: 'extended'` (not in @types/pg) forces one statement per query, as on Neon, and
+    // keeps the result a single QueryResult even without params.
+    const config: pg.QueryConfig & { queryMode: 'extended'; rowMode?: 'array' } = {
+      text: q.query, values: q.params, types: RAW_TEXT, queryMode: 'extended',
+      ...(arrayMode ? { rowMode: 'array' as const } : {}),
+    };
+    const r = await client.query(config);
+    const fields = r.fields.map((f) => ({
+      name: f.name, tableID: f.tableID, columnID: f.columnID, dataTypeID: f.dataTypeID,
+      dataTypeSize: f.dataTypeSize, dataTypeModifier: f.dataTypeModifier, format: f.format,
+    }));
+    return { command: r.command, rowCount: r.rowCount, fields, rows: r.rows, rowAsArray: arrayMode };
+  }
+
+  async function handleSql(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'POST') throw new RequestError(405, 'Use POST /sql');
+    if (closing) throw new RequestError(503, 'neon-proxy is shutting down');
+    const connectionString = req.headers['neon-connection-string'];
+    if (typeof connectionString !== 'string') throw new RequestError(400, 'Missing Neon-Connection-String header');
+    const arrayMode = req.headers['neon-array-mode'] === 'true';
+    const body = parseBody(await readBody(req));
+    const begin = Array.isArray(body) ? beginStatement(req) : 'BEGIN';
+
+    let client: pg.PoolClient;
+    try {
+      client = await poolFor(connectionString).connect();
+    } catch (err) {
+      throw new RequestError(503, `Could not connect to Postgres: ${describe(err)}`);
+    }
+    busy.add(client);
+    let broken: Error | undefined;
+    try {
+      if (!Array.isArray(body)) {
+        const result = await runQuery(client, body, arrayMode);
+        // A lone BEGIN would leave this pooled connection mid-transaction: don't reuse it.
+        if (result.command === 'BEGIN') broken = new Error('stray BEGIN');
+        return send(res, 200, result);
+      }
+      await client.query(begin);
+      try {
+        const results: SqlResult[] = [];
+        for (const q of body) results.push(await runQuery(client, q, arrayMode));
+        await client.query('COMMIT');
+        send(res, 200, { results });
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => { broken = new Error('ROLLBACK failed'); });
+        throw err;
+      }
+    } catch (err) {
+      if (err instanceof pg.DatabaseError) return send(res, 400, errorBody(err));
+      broken = err instanceof Error ? err : new Error(String(err)); // connection lost mid-query
+      send(res, 500, { message: `Postgres connection error: ${describe(err)}` });
+    } finally {
+      busy.delete(client);
+      client.release(broken);
+    }
+  }
+
+  // WebSocket → TCP: each WebSocket gets its own socket to Postgres; binary frames pass unchanged.
+  function bridge(ws: WebSocket, host: string, port: number): void {
+    const tcp = net.connect({ host, port });
+    tcpSockets.add(tcp);
+    tcp.setNoDelay(true);
+    ws.on('message', (data: RawData) => { tcp.write(toBuffer(data)); }); // queued until connected
+    tcp.on('data', (chunk: Buffer) => { if (ws.readyState === WebSocket.OPEN) ws.send(chunk); });
+    tcp.on('error', () => {}); // 'close' follows and closes the WebSocket
+    tcp.on('close', () => { tcpSockets.delete(tcp); ws.close(); });
+    ws.on('error', () => tcp.destroy());
+    ws.on('close', () => tcp.destroy());
+  }
+
+  const wss = new WebSocketServer({ noServer: true });
+  const server = http.createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const handled = path === '/sql' ? handleSql(req, res) : Promise.reject(new RequestError(404, `No route for ${path}`));
+    handled.catch((err: unknown) => {
+      if (res.headersSent) return res.destroy();
+      if (err instanceof RequestError) return send(res, err.status, { message: err.message });
+      send(res, 500, { message: describe(err) });
+    });
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => {});
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const target = parseAddress(url.searchParams.get('address'));
+    const refusal = closing ? '503 Service Unavailable' : url.pathname !== '/v2' ? '404 Not Found'
+      : !target ? '400 Bad Request' : !LOOPBACK.has(target.host) ? '403 Forbidden' : undefined;
+    if (refusal || !target) {
+      socket.end(`HTTP/1.1 ${refusal ?? '400 Bad Request'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => bridge(ws, target.host, target.port));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const hostForUrl = (options.host ?? '127.0.0.1').includes(':') ? `[${options.host}]` : options.host ?? '127.0.0.1';
+
+  return {
+    port,
+    fetchEndpoint: `http://${hostForUrl}:${port}/sql`,
+    wsProxy: (host, pgPort) => `${hostForUrl}:${port}/v2?address=${host}:${pgPort}`,
+    async close() {
+      closing = true;
+      for (const ws of wss.clients) ws.terminate();
+      for (const tcp of tcpSockets) tcp.destroy();
+      // pool.end() waits for checked-out clients; ending them makes in-flight queries fail fast.
+      for (const client of busy) (client as pg.PoolClient & pg.Client).end().catch(() => {});
+      await Promise.all([...pools.values()].map((pool) => pool.end().catch(() => {})));
+      pools.clear();
+      wss.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections(); // keep-alive fetch connections would otherwise hold close()
+      });
+    },
+  };
+}
+
+function parseBody(text: string): SqlQuery | SqlQuery[] {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new RequestError(400, 'Request body is not valid JSON');
+  }
+  if (isObject(body) && Array.isArray(body.queries)) return body.queries.map(parseQuery);
+  return parseQuery(body);
+}
+
+function parseQuery(value: unknown): SqlQuery {
+  if (!isObject(value) || typeof value.query !== 'string') throw new RequestError(400, 'Expected {query, params} or {queries: [...]}');
+  if (value.params !== undefined && !Array.isArray(value.params)) throw new RequestError(400, 'params must be an array');
+  // The driver has already serialized params (strings, null, "\x…" bytea); pass them as they are.
+  return { query: value.query, params: (value.params as unknown[] | undefined) ?? [] };
+}
+
+function beginStatement(req: IncomingMessage): string {
+  const header = (name: string): string | undefined => {
+    const v = req.headers[name];
+    return typeof v === 'string' ? v : undefined;
+  };
+  const parts = ['BEGIN'];
+  const isolation = header('neon-batch-isolation-level');
+  if (isolation !== undefined) {
+    const level = ISOLATION[isolation];
+    if (!level) throw new RequestError(400, `Unknown Neon-Batch-Isolation-Level: ${isolation}`);
+    parts.push(`ISOLATION LEVEL ${level}`);
+  }
+  const readOnly = header('neon-batch-read-only');
+  if (readOnly !== undefined) parts.push(readOnly === 'true' ? 'READ ONLY' : 'READ WRITE');
+  const deferrable = header('neon-batch-deferrable');
+  if (deferrable !== undefined) parts.push(deferrable === 'true' ? 'DEFERRABLE' : 'NOT DEFERRABLE');
+  return parts.join(' ');
+}
+
+function errorBody(err: pg.DatabaseError): Record<string, unknown> {
+  const body: Record<string, unknown> = { message: err.message };
+  for (const key of ERROR_FIELDS) if (err[key] !== undefined) body[key] = err[key];
+  return body;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY) reject(new RequestError(413, 'Request body too large'));
+      else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/** "host:port", where host may be an IPv6 literal, bracketed or not ("::1:5432", "[::1]:5432"). */
+function parseAddress(address: string | null): { host: string; port: number } | undefined {
+  const i = address?.lastIndexOf(':') ?? -1;
+  if (!address || i <= 0) return undefined;
+  const port = Number(address.slice(i + 1));
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) return undefined;
+  return { host: address.slice(0, i).replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+function send(res: ServerResponse, status: number, body: object): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+function toBuffer(data: RawData): Buffer {
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return data instanceof ArrayBuffer ? Buffer.from(data) : data;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  // Node reports ECONNREFUSED on a dual-stack "localhost" as an AggregateError with an empty message.
+  const code = (err as NodeJS.ErrnoException).code;
+  return err.message || code || err.name;
+}

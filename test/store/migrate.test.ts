@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { migrate, splitStatements } from '../../src/store/migrate.ts';
+import { loadMigrations } from '../../src/store/migrations-fs.ts';
+import { statement } from '../../src/store/sql.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+
+let db: TestDb;
+beforeAll(async () => (db = await createTestDb({ migrated: false })));
+afterAll(() => db.drop());
+
+test('five clients migrating at once apply each migration once', async () => {
+  const migrations = await loadMigrations();
+  expect(migrations.length).toBeGreaterThan(0);
+  const clients = Array.from({ length: 5 }, () => createPgDriver(db.url, { max: 1 }));
+  try {
+    const results = await Promise.all(clients.map((sql) => migrate(sql, migrations)));
+    for (const m of migrations) {
+      expect(results.filter((r) => r.applied.includes(m.id))).toHaveLength(1);
+      expect(results.filter((r) => r.alreadyApplied.includes(m.id))).toHaveLength(4);
+    }
+    const rows = await db.sql.query(statement(`SELECT id FROM skiplock.migration ORDER BY id`));
+    expect(rows.map((r) => r.id)).toEqual(migrations.map((m) => m.id));
+    // Running again is a no-op.
+    expect((await migrate(db.sql, migrations)).applied).toEqual([]);
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+});
+
+test('a migration changed after it was applied is refused', async () => {
+  const migrations = await loadMigrations();
+  const changed = migrations.map((m, i) => (i === 0 ? { ...m, sql: `${m.sql}\n-- edited` } : m));
+  await expect(migrate(db.sql, changed)).rejects.toThrow(/changed after it was applied/);
+});
+
+test('splitStatements keeps quoted and dollar-quoted semicolons', () => {
+  const text = `-- a; comment
+    CREATE TABLE a (x text DEFAULT ';');
+    /* b; */ CREATE FUNCTION f() RETURNS int AS $body$ SELECT 1; $body$ LANGUAGE sql;
+    SELECT "we;ird" FROM a`;
+  expect(splitStatements(text)).toEqual([
+    `CREATE TABLE a (x text DEFAULT ';')`,
+    `CREATE FUNCTION f() RETURNS int AS $body$ SELECT 1; $body$ LANGUAGE sql`,
+    `SELECT "we;ird" FROM a`,
+  ]);
+});
