@@ -1,0 +1,110 @@
+/**
+ * One contract, every driver: pg over TCP, Neon's HTTP driver and Neon's WebSocket Pool (both
+ * through the local Neon proxy), all on the same real PostgreSQL.
+ */
+import ws from 'ws';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { z } from 'zod';
+import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
+import { createSkiplock, defineTask } from '../../src/index.ts';
+import { createNeonHttpDriver } from '../../src/store/drivers/neon-http.ts';
+import { createNeonWsDriver } from '../../src/store/drivers/neon-ws.ts';
+import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { loadMigrations } from '../../src/store/migrations-fs.ts';
+import { sqlState, statement, type Sql } from '../../src/store/sql.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+
+let proxy: NeonProxy;
+beforeAll(async () => (proxy = await startNeonProxy()));
+afterAll(() => proxy.close());
+
+const drivers: Record<string, (url: string) => Sql> = {
+  pg: (url) => createPgDriver(url),
+  'neon-http': (url) => createNeonHttpDriver(url, { fetchEndpoint: proxy.fetchEndpoint }),
+  'neon-ws': (url) => createNeonWsDriver(url, { wsProxy: proxy.wsProxy, webSocketConstructor: ws }),
+};
+
+describe.each(Object.keys(drivers))('driver %s', (name) => {
+  let db: TestDb;
+  let sql: Sql;
+  beforeAll(async () => {
+    db = await createTestDb();
+    sql = drivers[name]!(db.url);
+  });
+  afterAll(async () => {
+    await sql.close();
+    await db.drop();
+  });
+
+  test('query returns rows with the types every driver agrees on', async () => {
+    const [row] = await sql.query(
+      statement(
+        `SELECT $1::bigint AS big, $2::timestamptz AS at, $3::jsonb AS doc, $4::text[] AS tags, true AS yes, NULL::text AS nothing, 42::int AS small`,
+        ['9007199254740993', '2026-03-29T01:30:00.000Z', JSON.stringify({ a: [1, 'two'] }), ['x', 'y']],
+      ),
+    );
+    expect(row).toEqual({
+      big: '9007199254740993',
+      at: new Date('2026-03-29T01:30:00.000Z'),
+      doc: { a: [1, 'two'] },
+      tags: ['x', 'y'],
+      yes: true,
+      nothing: null,
+      small: 42,
+    });
+  });
+
+  test('batch is one transaction: all or nothing', async () => {
+    await sql.query(statement(`CREATE TABLE IF NOT EXISTS contract_t (k text PRIMARY KEY)`));
+    const results = await sql.batch([
+      statement(`INSERT INTO contract_t VALUES ('a') RETURNING k`),
+      statement(`SELECT count(*)::int AS n FROM contract_t`),
+    ]);
+    expect(results).toEqual([[{ k: 'a' }], [{ n: 1 }]]);
+    const failing = sql.batch([statement(`INSERT INTO contract_t VALUES ('b')`), statement(`INSERT INTO contract_t VALUES ('a')`)]);
+    await expect(failing).rejects.toSatisfy((error: unknown) => sqlState(error) === '23505');
+    expect(await sql.query(statement(`SELECT k FROM contract_t ORDER BY k`))).toEqual([{ k: 'a' }]);
+  });
+
+  test('migrations apply over it on an empty database', async () => {
+    const empty = await createTestDb({ migrated: false });
+    const emptySql = drivers[name]!(empty.url);
+    try {
+      const migrations = await loadMigrations();
+      const [first, second] = await Promise.all([migrate(emptySql, migrations), migrate(emptySql, migrations)]);
+      expect([...first!.applied, ...second!.applied].sort()).toEqual(migrations.map((m) => m.id).sort());
+    } finally {
+      await emptySql.close();
+      await empty.drop();
+    }
+  });
+
+  test('the whole job cycle runs over it: enqueue, claim, retry, complete, reap', async () => {
+    const ran: number[] = [];
+    const task = defineTask({
+      name: 'contract',
+      payload: z.object({ n: z.number() }),
+      backoff: () => 0,
+      handler: (p, ctx) => {
+        if (p.n === 0 && ctx.attempt === 1) throw new Error('once');
+        ran.push(p.n);
+        return { n: p.n };
+      },
+    });
+    const skiplock = createSkiplock({ sql, tasks: [task], log: () => {} });
+    const enqueued = await skiplock.enqueueBatch(Array.from({ length: 50 }, (_, n) => ({ task: 'contract', payload: { n } })));
+    const replay = await skiplock.enqueueBatch([{ task: 'contract', payload: { n: 99 }, idempotencyKey: 'k1' }]);
+    const again = await skiplock.enqueueBatch([{ task: 'contract', payload: { n: 99 }, idempotencyKey: 'k1' }]);
+    expect(again[0]).toMatchObject({ created: false, job: { id: replay[0]!.job.id } });
+    const [a, b] = await Promise.all([
+      skiplock.tick({ untilIdle: true, concurrency: 7 }),
+      skiplock.tick({ untilIdle: true, concurrency: 7 }),
+    ]);
+    expect(a!.claimed + b!.claimed).toBe(52);
+    expect(a!.done + b!.done).toBe(51);
+    expect(ran.sort((x, y) => x - y)).toEqual([...Array.from({ length: 50 }, (_, n) => n), 99]);
+    expect(await skiplock.getJob(enqueued[0]!.job.id)).toMatchObject({ status: 'DONE', attempts: 2, result: { n: 0 } });
+    expect(await skiplock.reap()).toBe(0);
+  });
+});
