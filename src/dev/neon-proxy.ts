@@ -11,14 +11,11 @@
  * the thrown error (`code`, `constraint`, ...); any other non-2xx status becomes
  * "Server error (HTTP status N): <body text>".
  */
-import http from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
-import { WebSocket, WebSocketServer } from 'ws';
-import type { RawData } from 'ws';
+import { WebSocket, WebSocketServer, type RawData } from 'ws';
 
 export interface NeonProxyOptions {
   /** Port to listen on (0 = pick a free port). Default 0. */
@@ -43,13 +40,7 @@ interface SqlQuery {
   params: unknown[];
 }
 
-interface SqlResult {
-  command: string;
-  rowCount: number | null;
-  fields: pg.FieldDef[];
-  rows: unknown[];
-  rowAsArray: boolean;
-}
+interface SqlResult { command: string; rowCount: number | null; fields: pg.FieldDef[]; rows: unknown[]; rowAsArray: boolean }
 
 /** Thrown for a request we refuse before touching Postgres; becomes a JSON error response. */
 class RequestError extends Error {
@@ -67,10 +58,8 @@ const RAW_TEXT: pg.CustomTypesConfig = {
 // The fields the driver copies from a 400 body onto its NeonDbError (its `er` list).
 const ERROR_FIELDS = ['severity', 'code', 'detail', 'hint', 'position', 'internalPosition', 'internalQuery',
   'where', 'schema', 'table', 'column', 'dataType', 'constraint', 'file', 'line', 'routine'] as const;
-const ISOLATION: Record<string, string> = {
-  ReadUncommitted: 'READ UNCOMMITTED', ReadCommitted: 'READ COMMITTED',
-  RepeatableRead: 'REPEATABLE READ', Serializable: 'SERIALIZABLE',
-};
+const ISOLATION = new Map([['ReadUncommitted', 'READ UNCOMMITTED'], ['ReadCommitted', 'READ COMMITTED'],
+  ['RepeatableRead', 'REPEATABLE READ'], ['Serializable', 'SERIALIZABLE']]);
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 const MAX_BODY = 10 * 1024 * 1024;
 
@@ -84,8 +73,10 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
     let pool = pools.get(connectionString);
     if (!pool) {
       pool = new pg.Pool({ connectionString, max: options.maxConnections ?? 10 });
-      // An idle client dropped by the server must not crash the process; the pool replaces it.
+      // A connection dropped by the server must not crash the process: the pool replaces idle
+      // clients ('error' on the pool), and a checked-out one fails its query or is discarded on release.
       pool.on('error', () => {});
+      pool.on('connect', (client) => client.on('error', () => {}));
       pools.set(connectionString, pool);
     }
     return pool;
@@ -99,10 +90,8 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
       ...(arrayMode ? { rowMode: 'array' as const } : {}),
     };
     const r = await client.query(config);
-    const fields = r.fields.map((f) => ({
-      name: f.name, tableID: f.tableID, columnID: f.columnID, dataTypeID: f.dataTypeID,
-      dataTypeSize: f.dataTypeSize, dataTypeModifier: f.dataTypeModifier, format: f.format,
-    }));
+    const fields = r.fields.map(({ name, tableID, columnID, dataTypeID, dataTypeSize, dataTypeModifier, format }) =>
+      ({ name, tableID, columnID, dataTypeID, dataTypeSize, dataTypeModifier, format }));
     return { command: r.command, rowCount: r.rowCount, fields, rows: r.rows, rowAsArray: arrayMode };
   }
 
@@ -191,12 +180,13 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
     server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  const hostForUrl = (options.host ?? '127.0.0.1').includes(':') ? `[${options.host}]` : options.host ?? '127.0.0.1';
+  const host = options.host ?? '127.0.0.1';
+  const hostForUrl = host.includes(':') ? `[${host}]` : host;
 
   return {
     port,
     fetchEndpoint: `http://${hostForUrl}:${port}/sql`,
-    wsProxy: (host, pgPort) => `${hostForUrl}:${port}/v2?address=${host}:${pgPort}`,
+    wsProxy: (pgHost, pgPort) => `${hostForUrl}:${port}/v2?address=${pgHost}:${pgPort}`,
     async close() {
       closing = true;
       for (const ws of wss.clients) ws.terminate();
@@ -232,23 +222,18 @@ function parseQuery(value: unknown): SqlQuery {
   return { query: value.query, params: (value.params as unknown[] | undefined) ?? [] };
 }
 
+/** The driver sends its transaction() options as headers; apply them to the batch's BEGIN. */
 function beginStatement(req: IncomingMessage): string {
-  const header = (name: string): string | undefined => {
-    const v = req.headers[name];
-    return typeof v === 'string' ? v : undefined;
-  };
-  const parts = ['BEGIN'];
-  const isolation = header('neon-batch-isolation-level');
-  if (isolation !== undefined) {
-    const level = ISOLATION[isolation];
-    if (!level) throw new RequestError(400, `Unknown Neon-Batch-Isolation-Level: ${isolation}`);
-    parts.push(`ISOLATION LEVEL ${level}`);
+  const { 'neon-batch-isolation-level': iso, 'neon-batch-read-only': ro, 'neon-batch-deferrable': def } = req.headers;
+  let sql = 'BEGIN';
+  if (iso !== undefined) {
+    const level = typeof iso === 'string' ? ISOLATION.get(iso) : undefined;
+    if (!level) throw new RequestError(400, `Unknown Neon-Batch-Isolation-Level: ${String(iso)}`);
+    sql += ` ISOLATION LEVEL ${level}`;
   }
-  const readOnly = header('neon-batch-read-only');
-  if (readOnly !== undefined) parts.push(readOnly === 'true' ? 'READ ONLY' : 'READ WRITE');
-  const deferrable = header('neon-batch-deferrable');
-  if (deferrable !== undefined) parts.push(deferrable === 'true' ? 'DEFERRABLE' : 'NOT DEFERRABLE');
-  return parts.join(' ');
+  if (ro !== undefined) sql += ro === 'true' ? ' READ ONLY' : ' READ WRITE';
+  if (def !== undefined) sql += def === 'true' ? ' DEFERRABLE' : ' NOT DEFERRABLE';
+  return sql;
 }
 
 function errorBody(err: pg.DatabaseError): Record<string, unknown> {
