@@ -24,6 +24,8 @@ export interface LocalPostgres {
   /** A connection string for another database on the same server. */
   urlFor(database: string): string;
   stop(): Promise<void>;
+  /** Stops the server (fast shutdown: open transactions abort), stays down `downMs`, starts it again. */
+  restart(downMs?: number): Promise<void>;
 }
 
 const USER = 'postgres';
@@ -51,7 +53,18 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
   if (fresh) await pg.initialise();
   await pg.start();
   const urlFor = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
-  return { url: urlFor('postgres'), port, urlFor, stop: () => pg.stop() };
+  return {
+    url: urlFor('postgres'),
+    port,
+    urlFor,
+    stop: () => pg.stop(),
+    async restart(downMs = 0) {
+      if (options.persistent === false) throw new Error('restart needs a persistent data directory');
+      await pg.stop();
+      await new Promise((resolveDelay) => setTimeout(resolveDelay, downMs));
+      await pg.start();
+    },
+  };
 }
 
 export function freePort(): Promise<number> {

@@ -91,6 +91,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     deadline = Math.min(deadline, elapsed() + o.drainMs + o.marginMs);
     wakeup.wake();
   };
+  warnUnclaimableTasks(deps, o.budgetMs - o.marginMs);
   if (o.signal?.aborted) onStop();
   o.signal?.addEventListener('abort', onStop, { once: true });
 
@@ -202,6 +203,17 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     o.signal?.removeEventListener('abort', onStop);
   }
   return counts;
+}
+
+const warnedTasks = new Set<string>();
+
+/** A task whose timeout never fits in the budget would wait forever: say so once per process. */
+function warnUnclaimableTasks(deps: TickDeps, usableMs: number) {
+  for (const task of deps.run.registry.values()) {
+    if (task.timeoutMs <= usableMs || warnedTasks.has(task.name)) continue;
+    warnedTasks.add(task.name);
+    deps.log('warn', `task ${task.name} has timeoutMs ${task.timeoutMs}, more than this tick can give (${usableMs} ms = budgetMs − marginMs): its jobs are not claimed here`);
+  }
 }
 
 async function reap(sql: Sql, now: Date | null, counts: TickResult) {

@@ -1,0 +1,21 @@
+import { expect, test } from 'vitest';
+import { runChaos } from './harness.ts';
+
+test('a short chaos run loses nothing, leaves nothing RUNNING, applies no side effect twice', async () => {
+  const report = await runChaos({
+    jobs: 1_500,
+    workers: 3,
+    seed: 42,
+    killEveryMs: 1_000,
+    failRate: 0.03,
+    killAfterClaim: 0.005,
+    killMidHandler: 0.002,
+    killBeforeWrite: 0.005,
+    restartPgAt: 0.3,
+    pgDownMs: 500,
+    terminateConnectionsEveryMs: 1_000,
+    timeoutMs: 120_000,
+  });
+  expect(report).toMatchObject({ done: 1_500, lost: 0, stuckRunning: 0, dead: 0, duplicateSideEffects: 0, staleOverwrites: 0, pgRestarts: 1 });
+  expect(report.workerKills + report.injectedCrashes).toBeGreaterThan(0);
+}, 150_000);

@@ -1,0 +1,216 @@
+/**
+ * The chaos run: N jobs processed by worker processes (test/chaos/worker.ts) while faults are
+ * injected from outside (SIGKILLed workers, killed connections, PostgreSQL stopped and
+ * restarted) and from inside each worker (failing driver, crashes at chosen points, skewed clocks).
+ * Then it checks, as figures, that nothing was lost, stuck, applied twice or overwritten.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startLocalPostgres } from '../../src/dev/embedded-postgres.ts';
+import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { loadMigrations } from '../../src/store/migrations-fs.ts';
+import { statement, type Sql } from '../../src/store/sql.ts';
+import { seededRandom } from './random.ts';
+
+export interface ChaosOptions {
+  jobs: number;
+  workers: number;
+  seed: number;
+  /** Mean time between SIGKILLs of a random worker (ms); 0 = none. */
+  killEveryMs: number;
+  /** Fraction of queries each worker's driver fails. */
+  failRate: number;
+  /** Per-event crash probabilities inside workers. */
+  killAfterClaim: number;
+  killMidHandler: number;
+  killBeforeWrite: number;
+  /** Stop PostgreSQL once, when this fraction of jobs is done, for `pgDownMs`. 0 = never. */
+  restartPgAt: number;
+  pgDownMs: number;
+  /** Terminate a random share of server connections this often (ms); 0 = never. */
+  terminateConnectionsEveryMs: number;
+  /** Give up after this long (ms). */
+  timeoutMs: number;
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  jobs: number;
+  seed: number;
+  done: number;
+  lost: number;
+  stuckRunning: number;
+  dead: number;
+  duplicateSideEffects: number;
+  duplicateExecutions: number;
+  staleOverwrites: number;
+  workerKills: number;
+  injectedCrashes: number;
+  pgRestarts: number;
+  recoveryAfterRestartMs: number | null;
+  drainAfterLastFaultMs: number;
+  totalMs: number;
+}
+
+const WORKER_FILE = fileURLToPath(new URL('./worker.ts', import.meta.url));
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  const log = o.log ?? (() => {});
+  const rng = seededRandom(o.seed);
+  const root = await mkdtemp(join(tmpdir(), 'skiplock-chaos-'));
+  await chmod(root, 0o755);
+  const pg = await startLocalPostgres({ dir: join(root, 'data'), persistent: true });
+  const admin = createPgDriver(pg.url, { max: 2 });
+  const started = performance.now();
+  const workers = new Map<string, ChildProcess>();
+  let stopping = false;
+  let workerKills = 0;
+  let injectedCrashes = 0;
+  let pgRestarts = 0;
+  let spawned = 0;
+  let lastFault = performance.now();
+  let recoveryAfterRestartMs: number | null = null;
+
+  try {
+    await migrate(admin, await loadMigrations());
+    await admin.query(statement(`CREATE TABLE chaos_ledger (key text PRIMARY KEY, job_id bigint NOT NULL)`));
+    await admin.query(statement(`CREATE TABLE chaos_execution (job_id bigint NOT NULL, attempt int NOT NULL, worker text NOT NULL)`));
+    for (let i = 0; i < o.jobs; i += 1000) {
+      const n = Math.min(1000, o.jobs - i);
+      await admin.query(statement(
+        `INSERT INTO skiplock.job (task, payload, max_attempts, timeout_ms)
+         SELECT 'chaos', jsonb_build_object('n', g), 1000, 2000 FROM generate_series($1::int, $2::int) g`,
+        [i, i + n - 1],
+      ));
+    }
+
+    const spawnWorker = () => {
+      const name = `w${spawned++}`;
+      const child = spawn(process.execPath, ['--experimental-strip-types', '--no-warnings', WORKER_FILE], {
+        env: {
+          ...process.env,
+          DATABASE_URL: pg.url,
+          CHAOS_WORKER: name,
+          CHAOS_SEED: String(Math.floor(rng() * 2 ** 31)),
+          CHAOS_FAIL_RATE: String(o.failRate),
+          CHAOS_KILL_AFTER_CLAIM: String(o.killAfterClaim),
+          CHAOS_KILL_MID_HANDLER: String(o.killMidHandler),
+          CHAOS_KILL_BEFORE_WRITE: String(o.killBeforeWrite),
+          // Clocks skewed by up to ±10 minutes: must not matter, time is the database's.
+          CHAOS_CLOCK_SKEW_MS: String(Math.round((rng() * 2 - 1) * 600_000)),
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stderr!.on('data', (chunk: Buffer) => {
+        const text = chunk.toString();
+        if (text.includes('injected crash')) injectedCrashes += text.split('injected crash').length - 1;
+        else if (process.env.CHAOS_DEBUG) process.stderr.write(text);
+      });
+      child.on('exit', () => {
+        workers.delete(name);
+        if (!stopping) {
+          lastFault = performance.now();
+          spawnWorker();
+        }
+      });
+      workers.set(name, child);
+    };
+    for (let i = 0; i < o.workers; i++) spawnWorker();
+
+    const countDone = async () => {
+      const [row] = await admin.query(statement(`SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done FROM skiplock.job`));
+      return Number(row!.done);
+    };
+
+    let nextKill = performance.now() + o.killEveryMs * (0.5 + rng());
+    let nextTerminate = performance.now() + o.terminateConnectionsEveryMs;
+    let restarted = o.restartPgAt <= 0;
+    let restartedAt = 0;
+    let doneAtRestart = 0;
+    let done = 0;
+    while (done < o.jobs) {
+      if (performance.now() - started > o.timeoutMs) throw new Error(`chaos run timed out with ${done}/${o.jobs} done`);
+      await sleep(100);
+      done = await countDone().catch((error: unknown) => (log(`progress query failed: ${String(error)}`), done));
+      if (restartedAt && recoveryAfterRestartMs === null && done > doneAtRestart) recoveryAfterRestartMs = Math.round(performance.now() - restartedAt);
+      if (o.killEveryMs > 0 && performance.now() >= nextKill && done < o.jobs * 0.9) {
+        const victims = [...workers.values()];
+        victims[Math.floor(rng() * victims.length)]?.kill('SIGKILL');
+        workerKills += 1;
+        nextKill = performance.now() + o.killEveryMs * (0.5 + rng());
+      }
+      if (o.terminateConnectionsEveryMs > 0 && performance.now() >= nextTerminate && done < o.jobs * 0.9) {
+        await admin.query(statement(
+          `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND random() < 0.3`,
+        )).catch(() => {});
+        lastFault = performance.now();
+        nextTerminate = performance.now() + o.terminateConnectionsEveryMs;
+      }
+      if (!restarted && done >= o.jobs * o.restartPgAt) {
+        restarted = true;
+        log(`stopping PostgreSQL for ${o.pgDownMs} ms at ${done}/${o.jobs} done`);
+        await pg.restart(o.pgDownMs);
+        pgRestarts += 1;
+        restartedAt = performance.now();
+        lastFault = restartedAt;
+        doneAtRestart = await countDone();
+      }
+    }
+    const drainAfterLastFaultMs = Math.round(performance.now() - lastFault);
+
+    stopping = true;
+    await Promise.all([...workers.values()].map((child) => stopWorker(child)));
+    return { ...(await verify(admin, o)), workerKills, injectedCrashes, pgRestarts, recoveryAfterRestartMs, drainAfterLastFaultMs, totalMs: Math.round(performance.now() - started) };
+  } finally {
+    stopping = true;
+    for (const child of workers.values()) child.kill('SIGKILL');
+    await admin.close();
+    await pg.stop();
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+async function verify(sql: Sql, o: ChaosOptions) {
+  const [row] = await sql.query(statement(
+    `SELECT
+       count(*) FILTER (WHERE status = 'DONE')::int AS done,
+       count(*) FILTER (WHERE status = 'RUNNING')::int AS running,
+       count(*) FILTER (WHERE status = 'DEAD')::int AS dead,
+       count(*) FILTER (WHERE status = 'DONE' AND (result->>'attempt')::int <> attempts)::int AS stale_overwrites,
+       (SELECT count(*)::int FROM (SELECT job_id FROM chaos_ledger GROUP BY job_id HAVING count(*) > 1) d) AS duplicate_side_effects,
+       (SELECT count(*)::int FROM skiplock.job j WHERE NOT EXISTS (SELECT 1 FROM chaos_ledger l WHERE l.job_id = j.id)) AS missing_side_effects,
+       (SELECT coalesce(sum(n - 1), 0)::int FROM (SELECT count(*) AS n FROM chaos_execution GROUP BY job_id) e) AS duplicate_executions
+     FROM skiplock.job`,
+  ));
+  const r = row!;
+  return {
+    jobs: o.jobs,
+    seed: o.seed,
+    done: Number(r.done),
+    lost: o.jobs - Number(r.done) + Number(r.missing_side_effects),
+    stuckRunning: Number(r.running),
+    dead: Number(r.dead),
+    duplicateSideEffects: Number(r.duplicate_side_effects),
+    duplicateExecutions: Number(r.duplicate_executions),
+    staleOverwrites: Number(r.stale_overwrites),
+  };
+}
+
+function stopWorker(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    child.on('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
