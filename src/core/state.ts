@@ -12,8 +12,9 @@
  *     │  └──cancel──▶ CANCELLED
  *     └──────retry (by a person)──── DEAD | CANCELLED
  *
- * Every arrow is one SQL statement in src/store/jobs.ts. The arrows out of RUNNING are fenced:
- * they apply only where locked_by and attempts still match the worker that claimed the job.
+ * Every arrow is one SQL statement in src/store/jobs.ts (those a person takes, cancel and retry,
+ * in src/store/admin.ts). The arrows out of RUNNING are fenced: they apply only where locked_by
+ * and attempts still match the worker that claimed the job.
  */
 import type { Backoff } from './backoff.ts';
 import { backoffDelayMs } from './backoff.ts';
@@ -32,15 +33,16 @@ export const TERMINAL_STATUSES: readonly JobStatus[] = ['DONE', 'DEAD', 'CANCELL
 
 /** How a run ended, as the result write records it. */
 export type Outcome =
-  | { kind: 'done'; result: unknown }
+  /** `state`: a schedule's recurring state replaced by the run, written with the result. */
+  | { kind: 'done'; result: unknown; state?: { value: unknown } }
   | { kind: 'retry'; error: string; delayMs: number }
   | { kind: 'dead'; error: string }
   | { kind: 'cancelled'; error: string }
   /** Stopped by the worker (deadline, shutdown) and put back due now, without spending the attempt. */
   | { kind: 'release'; error: string };
 
-export function done(result: unknown): Outcome {
-  return { kind: 'done', result: result === undefined ? null : result };
+export function done(result: unknown, state?: { value: unknown }): Outcome {
+  return { kind: 'done', result: result === undefined ? null : result, ...(state && { state }) };
 }
 
 export function dead(error: unknown): Outcome {

@@ -20,6 +20,8 @@ export interface Job<Payload = unknown> {
   idempotencyKey: string | null;
   scheduleName: string | null;
   scheduledFor: Date | null;
+  /** For a job fired by a schedule: the schedule's recurring state when it fired (ctx.state). */
+  scheduleState?: unknown;
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
+import { findUnstorableJson, unstorableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
 import { insertJobs, type Clock, type NewJobRow } from '../store/jobs.ts';
 import { mapJob } from '../store/rows.ts';
@@ -8,13 +9,25 @@ import { requireTask, type TaskRegistry } from './task.ts';
 
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
 
+/** Text PostgreSQL can store (no NUL, no unpaired surrogate). */
+const storableString = z.string().superRefine((text, ctx) => {
+  const problem = unstorableText(text);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+// PostgreSQL has no year 0: an instant before 0001-01-01 UTC cannot be stored.
+const FIRST_STORABLE_MS = Date.parse('0001-01-01T00:00:00Z');
+const storableInstant = z.union([z.date(), z.iso.datetime({ offset: true })]).refine((at) => new Date(at).getTime() >= FIRST_STORABLE_MS, {
+  message: 'must not be before year 1',
+});
+
 /** The options of one enqueue; the HTTP API accepts exactly this shape as JSON. */
 export const enqueueInputSchema = z.strictObject({
   task: z.string().min(1).max(200),
   /** Checked against the task's own schema. Omitted means `{}`. */
   payload: z.unknown().optional(),
   /** When the job becomes due (ISO-8601 with offset, or a Date). Default: now. */
-  runAt: z.union([z.date(), z.iso.datetime({ offset: true })]).optional(),
+  runAt: storableInstant.optional(),
   /** Due this many ms after now (instead of runAt). */
   delayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
   /** Higher runs first. Default: the task's priority. */
@@ -24,7 +37,7 @@ export const enqueueInputSchema = z.strictObject({
   /** Default: the task's timeoutMs. */
   timeoutMs: z.number().int().min(1).max(24 * 3600 * 1000).optional(),
   /** Enqueueing the same key again returns the original job and writes nothing. */
-  idempotencyKey: z.string().min(1).max(255).optional(),
+  idempotencyKey: storableString.min(1).max(255).optional(),
 }).refine((input) => input.runAt === undefined || input.delayMs === undefined, {
   message: 'give runAt or delayMs, not both',
   path: ['delayMs'],
@@ -56,6 +69,8 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
     const issues = toIssues(payload.error, [...path, 'payload']);
     throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, issues);
   }
+  const unstorable = findUnstorableJson(payload.data, [...path, 'payload']);
+  if (unstorable) throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, [unstorable]);
   return {
     task: task.name,
     payload: payload.data,
@@ -79,8 +94,11 @@ export async function enqueueJobs(
   registry: TaskRegistry,
   inputs: readonly unknown[],
   now: Clock = null,
+  /** Issue paths start with ['jobs', i] for a batch (even of one job), with nothing for a single enqueue. */
+  options: { batch?: boolean } = {},
 ): Promise<EnqueueResult[]> {
-  const rows = inputs.map((input, i) => prepare(registry, input, inputs.length > 1 ? ['jobs', i] : []));
+  const batch = options.batch ?? inputs.length > 1;
+  const rows = inputs.map((input, i) => prepare(registry, input, batch ? ['jobs', i] : []));
   const keys = new Set<string>();
   for (const [i, row] of rows.entries()) {
     if (row.idempotency_key === null) continue;

@@ -3,6 +3,7 @@
  * Outcome. A handler that ignores its signal is abandoned `abandonAfterMs` after the abort:
  * the job's outcome is decided then, and whatever the handler does later is ignored.
  */
+import { findUnstorableJson } from '../core/json.ts';
 import { cancelled, dead, done, failed, released, type Outcome } from '../core/state.ts';
 import type { Job } from '../core/types.ts';
 import type { EnqueueInput } from './enqueue.ts';
@@ -64,6 +65,8 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
 
   const task = deps.registry.get(job.task);
   const backoff = task?.backoff;
+  /** The schedule state set by the handler (setState), written with a DONE result. */
+  let nextState: { value: unknown } | undefined;
 
   /** Decides the outcome of a handler that threw, given why (or whether) it was stopped. */
   function afterFailure(error: unknown): Settled {
@@ -92,12 +95,24 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
 
   function afterSuccess(value: unknown): Settled {
     if (reason === 'lease-lost') return { kind: 'lost' };
+    let result: unknown;
     try {
       // The result is stored as jsonb: refuse what JSON cannot carry instead of storing a lie.
-      return done(value === undefined ? null : JSON.parse(JSON.stringify(value)));
+      result = value === undefined ? null : JSON.parse(JSON.stringify(value));
     } catch (error) {
       return dead(new Error(`the handler's result is not JSON-serializable: ${String(error)}`));
     }
+    if (!nextState) return done(result);
+    let state: unknown;
+    try {
+      state = nextState.value === undefined ? null : JSON.parse(JSON.stringify(nextState.value));
+    } catch (error) {
+      return dead(new Error(`the state given to setState is not JSON-serializable: ${String(error)}`));
+    }
+    // jsonb refuses some JSON (NUL, lone surrogates): failing the whole result write would retry it forever.
+    const unstorable = findUnstorableJson(state, ['state']);
+    if (unstorable) return dead(new Error(`the state given to setState cannot be stored: ${unstorable.message}`));
+    return done(result, { value: state });
   }
 
   if (!task) {
@@ -118,6 +133,11 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
           return held;
         },
         enqueue: deps.enqueue,
+        state: job.scheduleName === null ? undefined : (job.scheduleState ?? null),
+        setState: (value) => {
+          if (job.scheduleName === null) throw new TypeError('setState: this job was not fired by a schedule');
+          nextState = { value };
+        },
       };
       Promise.resolve()
         .then(() => task.handler(payload.data, ctx))

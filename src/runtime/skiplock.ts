@@ -10,9 +10,13 @@ import { getJob, pruneFinishedJobs, reapExpiredLeases, type Clock } from '../sto
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
 import { mapJob } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
+import { createAdminOperations, isJobId, type AdminOperations } from './admin.ts';
 import { enqueueJobs, type EnqueueInput, type EnqueueResult } from './enqueue.ts';
+import type { Schedule } from './schedule-definition.ts';
+import { createScheduleOperations, type ScheduleOperations } from './schedules.ts';
 import { createRegistry, type Task, type TaskRegistry } from './task.ts';
 import { tick, type TickDeps, type TickOptions } from './tick.ts';
+import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
 
 export type Logger = TickDeps['log'];
 
@@ -21,6 +25,11 @@ export interface SkiplockConfig {
   sql: Sql;
   /** Every task this deployment can run; enqueueing any other task is refused. */
   tasks: readonly Task[];
+  /**
+   * Static schedules (defineSchedule), fired by every tick. Each must name a task above; its
+   * payload is checked against that task now (TypeError when it does not fit). Default none.
+   */
+  schedules?: readonly Schedule[];
   /** Defaults for every tick, overridable per call. */
   tick?: TickOptions;
   /** Where warnings go (stale writes, failed statements). Default: console. */
@@ -47,11 +56,17 @@ const DAY_MS = 24 * 3600 * 1000;
 
 const consoleLog: Logger = (level, message, fields) => console[level](`[skiplock] ${message}`, fields ?? '');
 
-export interface Skiplock {
+/**
+ * Also: listJobs, cancelJob, retryJob, stats, ping (src/runtime/admin.ts); putSchedule,
+ * deleteSchedule, listSchedules, fireDueSchedules (src/runtime/schedules.ts).
+ */
+export interface Skiplock extends AdminOperations, ScheduleOperations {
   readonly sql: Sql;
   readonly tasks: TaskRegistry;
   /** Validates and enqueues one job; the same idempotency key returns the original job. */
   enqueue(input: EnqueueInput): Promise<Job>;
+  /** Like enqueue, and also says whether the job was created or is an idempotency-key replay. */
+  enqueueWithResult(input: EnqueueInput): Promise<EnqueueResult>;
   /** Validates every job, then enqueues all or none, in one statement. */
   enqueueBatch(inputs: readonly EnqueueInput[]): Promise<EnqueueResult[]>;
   /** Runs one tick (see TickOptions). */
@@ -63,6 +78,8 @@ export interface Skiplock {
   getJob(id: string): Promise<Job | undefined>;
   /** Applies pending migrations (Node: `loadMigrations()` from skiplock/migrations-fs). */
   migrate(migrations: readonly Migration[]): Promise<MigrateResult>;
+  /** What every tick of this isolate did so far, for /metrics (in memory; zero at start). */
+  tickTotals(): TickTotals;
 }
 
 export function createSkiplock(config: SkiplockConfig): Skiplock {
@@ -70,16 +87,20 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
   const registry = createRegistry(config.tasks);
   const now = (): Clock => config.now?.() ?? null;
   const log = config.log ?? consoleLog;
+  const tickMetrics = createTickMetrics();
+  const schedules = createScheduleOperations({ sql, registry, schedules: config.schedules ?? [], now, log });
 
-  const enqueueBatch = (inputs: readonly EnqueueInput[]) => enqueueJobs(sql, registry, inputs, now());
-  const enqueue = async (input: EnqueueInput) => (await enqueueJobs(sql, registry, [input], now()))[0]!.job;
+  const enqueueBatch = (inputs: readonly EnqueueInput[]) => enqueueJobs(sql, registry, inputs, now(), { batch: true });
+  const enqueueWithResult = async (input: EnqueueInput) => (await enqueueJobs(sql, registry, [input], now()))[0]!;
+  const enqueue = async (input: EnqueueInput) => (await enqueueWithResult(input)).job;
 
   return {
     sql,
     tasks: registry,
     enqueue,
+    enqueueWithResult,
     enqueueBatch,
-    tick: (options) => tick({ sql, now, log, run: { registry, enqueue } }, { ...config.tick, ...options }),
+    tick: (options) => tickMetrics.measure(() => tick({ sql, now, log, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules }, { ...config.tick, ...options })),
     async reap() {
       const [row] = await sql.query(reapExpiredLeases({ now: now(), limit: 10_000 }));
       return Number(row?.reaped ?? 0);
@@ -97,10 +118,13 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
       return Number(row?.deleted ?? 0);
     },
     async getJob(id) {
-      if (!/^\d{1,19}$/.test(id)) return undefined;
+      if (!isJobId(id)) return undefined;
       const [row] = await sql.query(getJob({ id }));
       return row ? mapJob(row) : undefined;
     },
     migrate: (migrations) => migrate(sql, migrations),
+    tickTotals: tickMetrics.totals,
+    ...createAdminOperations(sql, now),
+    ...schedules,
   };
 }

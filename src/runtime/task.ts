@@ -23,6 +23,18 @@ export interface TaskContext<Payload = unknown> {
   heartbeat(): Promise<boolean>;
   /** Enqueues follow-up jobs (validated like any enqueue). */
   enqueue(input: EnqueueInput): Promise<Job>;
+  /**
+   * For a job fired by a schedule: the schedule's recurring state as it was when this job fired
+   * (null until a run sets it). Undefined for other jobs.
+   */
+  state?: unknown;
+  /**
+   * Replaces the schedule's recurring state (JSON). It is written only if this run ends DONE, in
+   * the same statement as its result, fenced like it; and only if the schedule's state is still
+   * the one this run read — a run that read an outdated state cannot overwrite a newer one.
+   * Throws a TypeError for a job not fired by a schedule.
+   */
+  setState(value: unknown): void;
 }
 
 export interface TaskDefinition<Schema extends z.ZodType = z.ZodType> {

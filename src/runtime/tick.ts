@@ -230,6 +230,7 @@ function toResultRow(job: Job, outcome: Outcome): ResultRow {
     error: outcome.kind === 'done' ? null : outcome.error,
     delay_ms: outcome.kind === 'retry' ? outcome.delayMs : 0,
     release: outcome.kind === 'release',
+    state: outcome.kind === 'done' ? outcome.state : undefined,
   };
 }
 

@@ -66,6 +66,8 @@ export interface ResultRow {
   delay_ms: number;
   /** Back to QUEUED without spending the attempt (stopped by the worker, not by the job). */
   release: boolean;
+  /** For status DONE of a job fired by a schedule: the schedule's new recurring state (setState). */
+  state?: { value: unknown } | undefined;
 }
 
 export interface CompleteAndClaimParams {
@@ -92,7 +94,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   return statement(
     `WITH results AS (
        SELECT * FROM jsonb_to_recordset($3::jsonb)
-         AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean)
+         AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb)
      ),
      written AS (
        UPDATE skiplock.job j SET
@@ -105,7 +107,15 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
          locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
        FROM results r
        WHERE j.id = r.id AND j.status = 'RUNNING' AND j.locked_by = $2 AND j.attempts = r.attempt
-       RETURNING j.id
+       RETURNING j.id, j.schedule_name, j.schedule_state
+     ),
+     -- A schedule's recurring state, only with a result that was written (so fenced like it), and
+     -- only if the state is still the one the job read when it fired (no lost update).
+     schedule_state AS (
+       UPDATE skiplock.schedule s SET state = nullif(r.state -> 'value', 'null'::jsonb)
+       FROM written w JOIN results r ON r.id = w.id
+       WHERE r.state IS NOT NULL AND r.status = 'DONE' AND s.name = w.schedule_name
+         AND s.state IS NOT DISTINCT FROM w.schedule_state
      ),
      next AS MATERIALIZED (
        SELECT id FROM skiplock.job

@@ -38,6 +38,7 @@ export function mapJob(row: Row): Job {
     idempotencyKey: toStringOrNull(row.idempotency_key),
     scheduleName: toStringOrNull(row.schedule_name),
     scheduledFor: toDateOrNull(row.scheduled_for),
+    scheduleState: toJson(row.schedule_state),
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
     finishedAt: toDateOrNull(row.finished_at),
@@ -46,7 +47,7 @@ export function mapJob(row: Row): Job {
 
 /** The JSON shape of a job at the HTTP edge (CONTRACT.md): ISO times, string ids. */
 export function jobToJson(job: Job) {
-  const { cancelRequested: _cancelRequested, scheduleName, scheduledFor, ...rest } = job;
+  const { cancelRequested: _cancelRequested, scheduleState: _scheduleState, scheduleName, scheduledFor, ...rest } = job;
   return {
     ...rest,
     runAt: job.runAt.toISOString(),

@@ -1,0 +1,188 @@
+#!/usr/bin/env -S node --experimental-strip-types --disable-warning=ExperimentalWarning
+/**
+ * The skiplock CLI, for scripts and deploy pipelines. It talks to DATABASE_URL with the pg
+ * driver, over the same core as the HTTP API, and prints JSON on stdout.
+ *
+ *   skiplock migrate
+ *   skiplock enqueue <task> [payload-json] [--run-at ISO | --delay-ms N] [--priority N] [--idempotency-key K]
+ *   skiplock jobs [--status S] [--task T] [--limit N] [--cursor C]
+ *   skiplock tick [--budget ms] [--wait]
+ */
+import { existsSync, realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { SkiplockError } from './core/errors.ts';
+import { JOB_STATUSES, type JobStatus } from './core/types.ts';
+import type { EnqueueInput } from './runtime/enqueue.ts';
+import { createSkiplock, type Skiplock } from './runtime/skiplock.ts';
+import type { Task } from './runtime/task.ts';
+import { createPgDriver } from './store/drivers/pg.ts';
+import { loadMigrations } from './store/migrations-fs.ts';
+import { jobToJson } from './store/rows.ts';
+
+const USAGE = `usage: skiplock <command> [options]
+
+commands:
+  migrate                          apply pending migrations (safe to run from several places at once)
+  enqueue <task> [payload-json]    enqueue one job; prints {"job", "created"}
+      --run-at ISO | --delay-ms N  when it becomes due (default: now)
+      --priority N  --max-attempts N  --timeout-ms N  --idempotency-key K
+  jobs                             list jobs, newest first; prints {"jobs", "nextCursor"}
+      --status S  --task T  --limit N (1-500, default 50)  --cursor C
+  tick                             run one tick; prints what it did
+      --budget ms                  how long it may run (default 30000)
+      --wait                       keep polling for due jobs until the budget ends (default: stop when idle)
+
+options for every command:
+  --tasks <module>                 also register the tasks a module exports as \`tasks\` (or default)
+  --help
+
+environment: DATABASE_URL (required)
+exit status: 0 ok, 1 refused or failed (the error as JSON on stderr), 2 usage`;
+
+class UsageError extends Error {}
+
+const OPTIONS = {
+  'run-at': { type: 'string' },
+  'delay-ms': { type: 'string' },
+  priority: { type: 'string' },
+  'max-attempts': { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  'idempotency-key': { type: 'string' },
+  status: { type: 'string' },
+  task: { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
+  budget: { type: 'string' },
+  wait: { type: 'boolean' },
+  tasks: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+export async function main(argv: readonly string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    return usage(error instanceof Error ? error.message : String(error));
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (values.help || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (command === undefined) return usage('missing command');
+  const url = process.env.DATABASE_URL;
+  if (!url) return usage('DATABASE_URL is not set');
+
+  const sql = createPgDriver(url, { max: 2 });
+  try {
+    const skiplock = createSkiplock({ sql, tasks: await loadTasks(values.tasks) });
+    const output = await run(skiplock, command, rest, values);
+    process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) return usage(error.message);
+    if (error instanceof SkiplockError) {
+      const { code, message, issues } = error;
+      process.stderr.write(`${JSON.stringify({ error: { code, message, ...(issues ? { issues } : {}) } })}\n`);
+    } else process.stderr.write(`skiplock: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  } finally {
+    await sql.close();
+  }
+}
+
+async function run(skiplock: Skiplock, command: string, args: string[], values: Values): Promise<unknown> {
+  switch (command) {
+    case 'migrate': {
+      expectArgs(args, 0);
+      return skiplock.migrate(await loadMigrations());
+    }
+    case 'enqueue': {
+      if (args.length < 1 || args.length > 2) throw new UsageError('enqueue takes <task> and an optional payload (JSON)');
+      const input: Record<string, unknown> = { task: args[0], payload: args[1] === undefined ? {} : parseJson(args[1]) };
+      if (values['run-at'] !== undefined) input.runAt = values['run-at'];
+      if (values['delay-ms'] !== undefined) input.delayMs = integer(values['delay-ms'], '--delay-ms');
+      if (values.priority !== undefined) input.priority = integer(values.priority, '--priority');
+      if (values['max-attempts'] !== undefined) input.maxAttempts = integer(values['max-attempts'], '--max-attempts');
+      if (values['timeout-ms'] !== undefined) input.timeoutMs = integer(values['timeout-ms'], '--timeout-ms');
+      if (values['idempotency-key'] !== undefined) input.idempotencyKey = values['idempotency-key'];
+      const { job, created } = await skiplock.enqueueWithResult(input as EnqueueInput);
+      return { job: jobToJson(job), created };
+    }
+    case 'jobs': {
+      expectArgs(args, 0);
+      const status = values.status?.toUpperCase();
+      if (status !== undefined && !(JOB_STATUSES as readonly string[]).includes(status))
+        throw new UsageError(`--status must be one of ${JOB_STATUSES.join(', ')}`);
+      const page = await skiplock.listJobs({
+        ...(status ? { status: status as JobStatus } : {}),
+        ...(values.task !== undefined ? { task: values.task } : {}),
+        ...(values.limit !== undefined ? { limit: integer(values.limit, '--limit') } : {}),
+        ...(values.cursor !== undefined ? { cursor: values.cursor } : {}),
+      });
+      return { jobs: page.jobs.map(jobToJson), nextCursor: page.nextCursor };
+    }
+    case 'tick': {
+      expectArgs(args, 0);
+      const budgetMs = values.budget === undefined ? 30_000 : integer(values.budget, '--budget');
+      if (budgetMs < 1) throw new UsageError('--budget must be a positive number of ms');
+      // Ctrl-C stops claiming and lets running handlers finish or be released.
+      const stop = new AbortController();
+      const onSignal = () => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        return await skiplock.tick({ budgetMs, untilIdle: !values.wait, signal: stop.signal, drainMs: Math.min(10_000, budgetMs) });
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    }
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+  }
+}
+
+/** The bundled example tasks (when src/tasks is there), plus those of --tasks; the latter win by name. */
+async function loadTasks(modulePath: string | undefined): Promise<Task[]> {
+  const examplesFile = fileURLToPath(new URL('./tasks/examples.ts', import.meta.url));
+  const examples: Task[] = existsSync(examplesFile) ? ((await import(pathToFileURL(examplesFile).href)) as { exampleTasks: Task[] }).exampleTasks : [];
+  if (modulePath === undefined) return examples;
+  const module = (await import(pathToFileURL(resolve(modulePath)).href)) as { tasks?: unknown; default?: unknown };
+  const own = module.tasks ?? module.default;
+  if (!Array.isArray(own)) throw new UsageError(`${modulePath} must export an array of tasks as \`tasks\` or as its default export`);
+  const names = new Set((own as Task[]).map((task) => task.name));
+  return [...examples.filter((task) => !names.has(task.name)), ...(own as Task[])];
+}
+
+function expectArgs(args: readonly string[], n: number): void {
+  if (args.length !== n) throw new UsageError(`unexpected argument ${JSON.stringify(args[n])}`);
+}
+
+function integer(text: string, flag: string): number {
+  if (!/^-?\d{1,16}$/.test(text)) throw new UsageError(`${flag} must be an integer, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new SkiplockError('invalid_json', `the payload is not valid JSON: ${text.length > 60 ? `${text.slice(0, 60)}…` : text}`);
+  }
+}
+
+function usage(message: string): number {
+  process.stderr.write(`skiplock: ${message}\n\n${USAGE}\n`);
+  return 2;
+}
+
+if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -1,0 +1,18 @@
+/** Types shared by the app factory and its route files. */
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import type { Skiplock } from '../runtime/skiplock.ts';
+import type { TickOptions } from '../runtime/tick.ts';
+
+export type App = OpenAPIHono;
+
+/** What every route file receives from createApp (options with defaults filled in). */
+export interface RouteDeps {
+  skiplock: Skiplock;
+  apiToken: string;
+  cronSecret: string | undefined;
+  /** Options of the tick route. */
+  tick: TickOptions;
+  /** Starts a tick in the background after new work was queued (no-op without runInBackground). */
+  startWork(c: Context): void;
+}

@@ -1,0 +1,107 @@
+/**
+ * The HTTP API of CONTRACT.md as a hono app, used unchanged by every platform:
+ *
+ *   const app = createApp({ skiplock, apiToken: env.API_TOKEN, cronSecret: env.CRON_SECRET,
+ *                           runInBackground: (work, c) => c.executionCtx.waitUntil(work) });
+ *   export default { fetch: app.fetch };
+ */
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { SkiplockError } from '../core/errors.ts';
+import { toIssues } from '../runtime/enqueue.ts';
+import type { Skiplock } from '../runtime/skiplock.ts';
+import type { TickOptions } from '../runtime/tick.ts';
+import type { App, RouteDeps } from './app-types.ts';
+import { requireBearer } from './auth.ts';
+import { onError, onNotFound } from './errors.ts';
+import { registerDocsRoutes } from './routes/docs.ts';
+import { registerHealthRoutes } from './routes/health.ts';
+import { registerJobRoutes } from './routes/jobs.ts';
+import { registerMetricsRoutes } from './routes/metrics.ts';
+import { registerScheduleRoutes } from './routes/schedules.ts';
+import { registerStatsRoutes } from './routes/stats.ts';
+import { registerTickRoutes } from './routes/tick.ts';
+
+export interface AppOptions {
+  /** The queue this app serves (createSkiplock). Required. */
+  skiplock: Skiplock;
+  /** Bearer token for /v1/* and /metrics (API_TOKEN). Required; must not be empty. */
+  apiToken: string;
+  /** Also accepted on the tick route, as Vercel cron sends it (CRON_SECRET). Default: none. */
+  cronSecret?: string;
+  /** Options of the ticks that GET/POST /v1/tick runs. Default: the skiplock's own tick options. */
+  tick?: TickOptions;
+  /**
+   * Keeps work alive after the response, on platforms that stop an invocation when it responds.
+   * After a successful enqueue (or retry) the app passes it `skiplock.tick({...tick, untilIdle: true})`,
+   * so the new job starts at once instead of at the next cron tick. Cloudflare:
+   * `(work, c) => c.executionCtx.waitUntil(work)`; Vercel: `waitUntil` from @vercel/functions;
+   * Node: `() => {}` (the promise runs on by itself). Default: none (no tick after enqueue).
+   */
+  runInBackground?: (work: Promise<unknown>, c: Context) => void;
+  /** Largest request body accepted, in bytes; larger ones get 413. Default 1 MiB. */
+  maxBodyBytes?: number;
+}
+
+export const APP_DEFAULTS = { maxBodyBytes: 1024 * 1024 } as const;
+
+export function createApp(options: AppOptions): App {
+  if (typeof options.apiToken !== 'string' || options.apiToken.length === 0) throw new TypeError('createApp: apiToken must be a non-empty string');
+  const { skiplock } = options;
+  const tick = options.tick ?? {};
+  const runInBackground = options.runInBackground;
+  const deps: RouteDeps = {
+    skiplock,
+    apiToken: options.apiToken,
+    cronSecret: options.cronSecret || undefined,
+    tick,
+    startWork(c) {
+      if (!runInBackground) return;
+      const work = skiplock.tick({ ...tick, untilIdle: true }).catch((error: unknown) => {
+        console.error('[skiplock] background tick failed', error);
+      });
+      runInBackground(work, c);
+    },
+  };
+
+  const app: App = new OpenAPIHono({
+    // Every zod failure of a route's params, query, headers or body: 400 invalid_request with its issues.
+    defaultHook: (result) => {
+      if (!result.success) throw new SkiplockError('invalid_request', `invalid ${TARGET_NAMES[result.target] ?? result.target}`, toIssues(result.error));
+    },
+  });
+  app.onError(onError);
+  app.notFound(onNotFound);
+
+  // Auth before reading any body: strangers do not get to make us buffer a megabyte.
+  const apiAuth = requireBearer([deps.apiToken]);
+  app.use('/v1/tick', requireBearer([deps.apiToken, deps.cronSecret]));
+  app.use('/v1/*', async (c, next) => (c.req.path === '/v1/tick' ? next() : apiAuth(c, next)));
+  app.use('/metrics', apiAuth);
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: options.maxBodyBytes ?? APP_DEFAULTS.maxBodyBytes,
+      onError: () => {
+        throw new SkiplockError('payload_too_large', `the body is larger than ${options.maxBodyBytes ?? APP_DEFAULTS.maxBodyBytes} bytes`);
+      },
+    }),
+  );
+
+  registerJobRoutes(app, deps);
+  registerStatsRoutes(app, deps);
+  registerScheduleRoutes(app, deps);
+  registerTickRoutes(app, deps);
+  registerHealthRoutes(app, deps);
+  registerMetricsRoutes(app, deps);
+  registerDocsRoutes(app);
+  return app;
+}
+
+const TARGET_NAMES: Record<string, string> = {
+  json: 'request body',
+  query: 'query string',
+  param: 'path parameter',
+  header: 'header',
+};

@@ -1,0 +1,58 @@
+/** Renders metrics in the Prometheus text exposition format (version 0.0.4). Pure. */
+import type { JobStats } from '../runtime/admin.ts';
+import { TICK_DURATION_BUCKETS, type TickTotals } from '../runtime/tick-metrics.ts';
+
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+type Labels = Record<string, string>;
+
+function escapeLabel(value: string): string {
+  return value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n');
+}
+
+function sample(name: string, value: number, labels: Labels = {}): string {
+  const pairs = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`);
+  return `${name}${pairs.length > 0 ? `{${pairs.join(',')}}` : ''} ${Number.isFinite(value) ? value : 0}`;
+}
+
+function family(name: string, type: 'gauge' | 'counter' | 'histogram', help: string, samples: string[]): string[] {
+  return [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples];
+}
+
+/** Gauges come from the database (the same for every isolate); counters from this isolate's ticks. */
+export function renderMetrics(stats: JobStats, ticks: TickTotals): string {
+  const byTask = Object.entries(stats.byTask).flatMap(([task, counts]) =>
+    Object.entries(counts).map(([status, n]) => sample('skiplock_jobs', n, { status, task })),
+  );
+  const counter = (name: string, help: string, value: number) => family(name, 'counter', help, [sample(name, value)]);
+  const observed = ticks.ticks + ticks.failedTicks;
+  const lines = [
+    ...family('skiplock_jobs', 'gauge', 'Jobs in the table, by status and task.', byTask),
+    ...family(
+      'skiplock_jobs_by_status',
+      'gauge',
+      'Jobs in the table, by status.',
+      Object.entries(stats.counts).map(([status, n]) => sample('skiplock_jobs_by_status', n, { status })),
+    ),
+    ...family('skiplock_oldest_queued_age_seconds', 'gauge', 'How long the longest-waiting due QUEUED job has waited past its run time.', [
+      sample('skiplock_oldest_queued_age_seconds', stats.oldestQueuedAgeMs / 1000),
+    ]),
+    ...counter('skiplock_ticks_total', 'Ticks run by this process or isolate.', ticks.ticks),
+    ...counter('skiplock_tick_failures_total', 'Ticks that threw.', ticks.failedTicks),
+    ...counter('skiplock_claims_total', 'Jobs claimed.', ticks.claimed),
+    ...counter('skiplock_completions_total', 'Jobs finished successfully (DONE).', ticks.done),
+    ...counter('skiplock_retries_total', 'Failed attempts put back in the queue (including jobs released at a deadline).', ticks.retried),
+    ...counter('skiplock_dead_total', 'Jobs moved to DEAD by a run.', ticks.dead),
+    ...counter('skiplock_cancelled_total', 'Running jobs stopped by a cancel.', ticks.cancelled),
+    ...counter('skiplock_reaped_total', 'Expired leases returned to the queue or to DEAD.', ticks.reaped),
+    ...counter('skiplock_cron_firings_total', 'Cron firings inserted.', ticks.fired),
+    ...counter('skiplock_stale_writes_total', 'Result writes that changed nothing because another worker owned the job.', ticks.staleWrites),
+    ...family('skiplock_tick_duration_seconds', 'histogram', 'How long ticks took.', [
+      ...TICK_DURATION_BUCKETS.map((le, i) => sample('skiplock_tick_duration_seconds_bucket', ticks.durationBuckets[i] ?? 0, { le: String(le) })),
+      sample('skiplock_tick_duration_seconds_bucket', observed, { le: '+Inf' }),
+      sample('skiplock_tick_duration_seconds_sum', ticks.durationSecondsSum),
+      sample('skiplock_tick_duration_seconds_count', observed),
+    ]),
+  ];
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,143 @@
+/** /v1/jobs: enqueue (one or a batch), read, list, cancel, retry. */
+import { createRoute } from '@hono/zod-openapi';
+import { SkiplockError } from '../../core/errors.ts';
+import { jobToJson } from '../../store/rows.ts';
+import type { App, RouteDeps } from '../app-types.ts';
+import { jsonBody } from '../json-body.ts';
+import {
+  bearerSecurity,
+  EnqueueBatchInput,
+  EnqueueInput,
+  errorResponses,
+  IdempotencyHeader,
+  JobEnvelope,
+  JobIdParam,
+  JobList,
+  JobPage,
+  jsonContent,
+  ListJobsQuery,
+} from '../schemas.ts';
+
+const enqueueRoute = createRoute({
+  method: 'post',
+  path: '/v1/jobs',
+  summary: 'Enqueue one job',
+  tags: ['jobs'],
+  security: bearerSecurity,
+  middleware: [jsonBody] as const,
+  request: {
+    headers: IdempotencyHeader,
+    body: { required: true, content: { 'application/json': { schema: EnqueueInput } } },
+  },
+  responses: {
+    201: jsonContent(JobEnvelope, 'Enqueued'),
+    200: jsonContent(JobEnvelope, 'Replay: a job with this idempotency key exists; it is returned unchanged'),
+    ...errorResponses(400, 401, 413),
+  },
+});
+
+const enqueueBatchRoute = createRoute({
+  method: 'post',
+  path: '/v1/jobs/batch',
+  summary: 'Enqueue up to 1000 jobs, all or nothing, in one statement',
+  tags: ['jobs'],
+  security: bearerSecurity,
+  middleware: [jsonBody] as const,
+  request: { body: { required: true, content: { 'application/json': { schema: EnqueueBatchInput } } } },
+  responses: {
+    201: jsonContent(JobList, 'Every job, in input order (an idempotency-key replay returns the original job)'),
+    ...errorResponses(400, 401, 413),
+  },
+});
+
+const getJobRoute = createRoute({
+  method: 'get',
+  path: '/v1/jobs/{id}',
+  summary: 'One job',
+  tags: ['jobs'],
+  security: bearerSecurity,
+  request: { params: JobIdParam },
+  responses: { 200: jsonContent(JobEnvelope, 'The job'), ...errorResponses(401, 404) },
+});
+
+const listJobsRoute = createRoute({
+  method: 'get',
+  path: '/v1/jobs',
+  summary: 'Jobs, newest first, one page at a time',
+  tags: ['jobs'],
+  security: bearerSecurity,
+  request: { query: ListJobsQuery },
+  responses: { 200: jsonContent(JobPage, 'One page; pass nextCursor as cursor for the next'), ...errorResponses(400, 401) },
+});
+
+const cancelRoute = createRoute({
+  method: 'post',
+  path: '/v1/jobs/{id}/cancel',
+  summary: 'Cancel a job',
+  description: 'QUEUED → CANCELLED (200). A RUNNING job is asked to stop (202): its handler is aborted at the next heartbeat.',
+  tags: ['jobs'],
+  security: bearerSecurity,
+  request: { params: JobIdParam },
+  responses: {
+    200: jsonContent(JobEnvelope, 'Cancelled'),
+    202: jsonContent(JobEnvelope, 'Running: asked to stop'),
+    ...errorResponses(401, 404, 409),
+  },
+});
+
+const retryRoute = createRoute({
+  method: 'post',
+  path: '/v1/jobs/{id}/retry',
+  summary: 'Run a DEAD or CANCELLED job again',
+  description: 'Back to QUEUED, due now, with its attempts reset to 0.',
+  tags: ['jobs'],
+  security: bearerSecurity,
+  request: { params: JobIdParam },
+  responses: { 200: jsonContent(JobEnvelope, 'Queued again'), ...errorResponses(401, 404, 409) },
+});
+
+export function registerJobRoutes(app: App, deps: RouteDeps): void {
+  const { skiplock } = deps;
+
+  app.openapi(enqueueRoute, async (c) => {
+    const input = c.req.valid('json');
+    const headerKey = c.req.valid('header')['idempotency-key'];
+    if (headerKey !== undefined && input.idempotencyKey !== undefined && headerKey !== input.idempotencyKey)
+      throw new SkiplockError('invalid_request', 'the Idempotency-Key header and the idempotencyKey field differ', [
+        { path: ['idempotencyKey'], message: 'differs from the Idempotency-Key header' },
+      ]);
+    const { job, created } = await skiplock.enqueueWithResult({ ...input, idempotencyKey: input.idempotencyKey ?? headerKey });
+    if (created) deps.startWork(c);
+    return created ? c.json({ job: jobToJson(job) }, 201) : c.json({ job: jobToJson(job) }, 200);
+  });
+
+  app.openapi(enqueueBatchRoute, async (c) => {
+    const { jobs } = c.req.valid('json');
+    const results = await skiplock.enqueueBatch(jobs);
+    if (results.some((r) => r.created)) deps.startWork(c);
+    return c.json({ jobs: results.map((r) => jobToJson(r.job)) }, 201);
+  });
+
+  app.openapi(getJobRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const job = await skiplock.getJob(id);
+    if (!job) throw new SkiplockError('not_found', `no job ${JSON.stringify(id)}`);
+    return c.json({ job: jobToJson(job) }, 200);
+  });
+
+  app.openapi(listJobsRoute, async (c) => {
+    const page = await skiplock.listJobs(c.req.valid('query'));
+    return c.json({ jobs: page.jobs.map(jobToJson), nextCursor: page.nextCursor }, 200);
+  });
+
+  app.openapi(cancelRoute, async (c) => {
+    const { job, outcome } = await skiplock.cancelJob(c.req.valid('param').id);
+    return outcome === 'cancelled' ? c.json({ job: jobToJson(job) }, 200) : c.json({ job: jobToJson(job) }, 202);
+  });
+
+  app.openapi(retryRoute, async (c) => {
+    const job = await skiplock.retryJob(c.req.valid('param').id);
+    deps.startWork(c);
+    return c.json({ job: jobToJson(job) }, 200);
+  });
+}

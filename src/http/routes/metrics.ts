@@ -1,0 +1,25 @@
+/** GET /metrics: Prometheus text (needs the API token, like /v1/*). */
+import { createRoute, z } from '@hono/zod-openapi';
+import type { App, RouteDeps } from '../app-types.ts';
+import { PROMETHEUS_CONTENT_TYPE, renderMetrics } from '../prometheus.ts';
+import { bearerSecurity, errorResponses } from '../schemas.ts';
+
+const metricsRoute = createRoute({
+  method: 'get',
+  path: '/metrics',
+  summary: 'Prometheus metrics',
+  description: 'Job gauges from the database; tick counters (claims, completions, retries, dead, stale writes, durations) of this isolate.',
+  tags: ['operations'],
+  security: bearerSecurity,
+  responses: {
+    200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: z.string() } } },
+    ...errorResponses(401),
+  },
+});
+
+export function registerMetricsRoutes(app: App, { skiplock }: RouteDeps): void {
+  app.openapi(metricsRoute, async (c) => {
+    const body = renderMetrics(await skiplock.stats(), skiplock.tickTotals());
+    return c.text(body, 200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE });
+  });
+}

@@ -1,0 +1,66 @@
+/** /v1/schedules: list every schedule; create, replace or remove a dynamic one. */
+import { createRoute, z } from '@hono/zod-openapi';
+import { SkiplockError } from '../../core/errors.ts';
+import { SCHEDULE_NAME } from '../../core/schedule.ts';
+import { scheduleToJson } from '../../runtime/schedules.ts';
+import type { App, RouteDeps } from '../app-types.ts';
+import { jsonBody } from '../json-body.ts';
+import { bearerSecurity, errorResponses, jsonContent, ScheduleEnvelope, ScheduleInput, ScheduleList } from '../schemas.ts';
+
+const NameParam = z.object({
+  name: z.string().openapi({ param: { name: 'name', in: 'path' }, description: '1–200 of [A-Za-z0-9_.:-]', example: 'nightly-report' }),
+});
+
+const listRoute = createRoute({
+  method: 'get',
+  path: '/v1/schedules',
+  summary: 'Every schedule: the static ones of this deployment and the dynamic ones',
+  tags: ['schedules'],
+  security: bearerSecurity,
+  responses: { 200: jsonContent(ScheduleList, 'By name'), ...errorResponses(401) },
+});
+
+const putRoute = createRoute({
+  method: 'put',
+  path: '/v1/schedules/{name}',
+  summary: 'Create or replace a dynamic schedule',
+  description: 'Checked like an enqueue (the task must exist and the payload fit it). A replaced schedule keeps its history. A static schedule (defined in code) cannot be replaced: 409.',
+  tags: ['schedules'],
+  security: bearerSecurity,
+  middleware: [jsonBody] as const,
+  request: { params: NameParam, body: { required: true, content: { 'application/json': { schema: ScheduleInput } } } },
+  responses: {
+    201: jsonContent(ScheduleEnvelope, 'Created'),
+    200: jsonContent(ScheduleEnvelope, 'Replaced'),
+    ...errorResponses(400, 401, 409, 413),
+  },
+});
+
+const deleteRoute = createRoute({
+  method: 'delete',
+  path: '/v1/schedules/{name}',
+  summary: 'Remove a dynamic schedule (its jobs stay)',
+  tags: ['schedules'],
+  security: bearerSecurity,
+  request: { params: NameParam },
+  responses: {
+    200: jsonContent(z.object({ name: z.string(), deleted: z.literal(true) }).openapi('ScheduleDeleted'), 'Removed'),
+    ...errorResponses(401, 404, 409),
+  },
+});
+
+export function registerScheduleRoutes(app: App, { skiplock }: RouteDeps): void {
+  app.openapi(listRoute, async (c) => c.json({ schedules: (await skiplock.listSchedules()).map(scheduleToJson) }, 200));
+
+  app.openapi(putRoute, async (c) => {
+    const { schedule, created } = await skiplock.putSchedule(c.req.valid('param').name, c.req.valid('json'));
+    return created ? c.json({ schedule: scheduleToJson(schedule) }, 201) : c.json({ schedule: scheduleToJson(schedule) }, 200);
+  });
+
+  app.openapi(deleteRoute, async (c) => {
+    const { name } = c.req.valid('param');
+    // A name no schedule can have is simply not found (and never reaches SQL).
+    if (!SCHEDULE_NAME.test(name) || !(await skiplock.deleteSchedule(name))) throw new SkiplockError('not_found', `no dynamic schedule ${JSON.stringify(name)}`);
+    return c.json({ name, deleted: true as const }, 200);
+  });
+}

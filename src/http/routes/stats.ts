@@ -1,0 +1,17 @@
+/** GET /v1/stats: job counts by status and task, and the queue's lag. */
+import { createRoute } from '@hono/zod-openapi';
+import type { App, RouteDeps } from '../app-types.ts';
+import { bearerSecurity, errorResponses, jsonContent, Stats } from '../schemas.ts';
+
+const statsRoute = createRoute({
+  method: 'get',
+  path: '/v1/stats',
+  summary: 'Job counts by status and by task, and the age of the oldest due job',
+  tags: ['operations'],
+  security: bearerSecurity,
+  responses: { 200: jsonContent(Stats, 'Counts'), ...errorResponses(401) },
+});
+
+export function registerStatsRoutes(app: App, { skiplock }: RouteDeps): void {
+  app.openapi(statsRoute, async (c) => c.json(await skiplock.stats(), 200));
+}

@@ -1,0 +1,190 @@
+/**
+ * The zod schemas of the HTTP API: request envelopes (validated by the routes) and responses
+ * (documented in /openapi.json). The enqueue envelope is the library's own enqueueInputSchema.
+ */
+import { z } from '@hono/zod-openapi';
+import { JOB_STATUSES } from '../core/types.ts';
+import { unstorableText } from '../core/json.ts';
+import { LIST_LIMIT } from '../runtime/admin.ts';
+import { enqueueInputSchema } from '../runtime/enqueue.ts';
+import { scheduleInputSchema } from '../runtime/schedule-definition.ts';
+
+export const MAX_BATCH = 1000;
+
+/** Text that PostgreSQL can store (used for values that reach SQL as text). */
+export const storableText = z.string().superRefine((text, ctx) => {
+  const problem = unstorableText(text);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+// ---- requests
+
+/*
+ * clone() first: zod 4 gives a schema the `.openapi` method only if it was built after
+ * @hono/zod-openapi extended zod, and the library's schemas may well be built before.
+ */
+export const EnqueueInput = enqueueInputSchema.clone().openapi('EnqueueInput', {
+  description: 'One job. `payload` is checked against the task’s own schema.',
+  example: { task: 'echo', payload: { message: 'hello' } },
+});
+
+export const EnqueueBatchInput = z
+  .strictObject({ jobs: z.array(EnqueueInput).max(MAX_BATCH) })
+  .openapi('EnqueueBatchInput', { description: `Up to ${MAX_BATCH} jobs, enqueued all or none.` });
+
+export const IdempotencyHeader = z.object({
+  'idempotency-key': storableText.min(1).max(255).optional().openapi({
+    description: 'Same as the body field `idempotencyKey`: a replay returns the original job with 200.',
+  }),
+});
+
+export const JobIdParam = z.object({
+  id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: '42' }),
+});
+
+export const ListJobsQuery = z.strictObject({
+  status: z.enum(JOB_STATUSES).optional(),
+  task: storableText.min(1).max(200).optional(),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(LIST_LIMIT.max)
+    .optional()
+    .openapi({ description: `Page size, 1 to ${LIST_LIMIT.max}. Default ${LIST_LIMIT.default}.` }),
+  cursor: z.string().max(100).optional().openapi({ description: '`nextCursor` of the previous page.' }),
+});
+
+export const ScheduleInput = scheduleInputSchema.clone().openapi('ScheduleInput', {
+  description: 'Give exactly one of cron, every, daily. The payload is checked against the task’s schema.',
+  example: { cron: '0 3 * * *', tz: 'Europe/Oslo', task: 'echo', payload: { message: 'nightly' } },
+});
+
+// ---- responses
+
+const nullableText = z.string().nullable();
+const instant = z.string().openapi({ format: 'date-time' });
+
+export const Job = z
+  .object({
+    id: z.string(),
+    task: z.string(),
+    payload: z.unknown(),
+    status: z.enum(JOB_STATUSES),
+    priority: z.number().int(),
+    runAt: instant,
+    attempts: z.number().int(),
+    maxAttempts: z.number().int(),
+    timeoutMs: z.number().int(),
+    lockedBy: nullableText,
+    lockedUntil: instant.nullable(),
+    lastError: nullableText,
+    result: z.unknown(),
+    idempotencyKey: nullableText,
+    scheduleName: nullableText,
+    scheduledFor: instant.nullable(),
+    createdAt: instant,
+    updatedAt: instant,
+    finishedAt: instant.nullable(),
+  })
+  .openapi('Job');
+
+export const JobEnvelope = z.object({ job: Job }).openapi('JobEnvelope');
+export const JobList = z.object({ jobs: z.array(Job) }).openapi('JobList');
+export const JobPage = z
+  .object({ jobs: z.array(Job), nextCursor: z.string().nullable().openapi({ description: 'null on the last page' }) })
+  .openapi('JobPage');
+
+const Counts = z
+  .object(Object.fromEntries(JOB_STATUSES.map((status) => [status, z.number().int()])) as Record<(typeof JOB_STATUSES)[number], z.ZodNumber>)
+  .openapi('CountsByStatus');
+
+export const Stats = z
+  .object({
+    counts: Counts,
+    byTask: z.record(z.string(), Counts),
+    oldestQueuedAgeMs: z.number().openapi({ description: 'How long the longest-waiting due QUEUED job has waited; 0 when none.' }),
+  })
+  .openapi('Stats');
+
+export const TickResult = z
+  .object({
+    claimed: z.number().int(),
+    done: z.number().int(),
+    retried: z.number().int(),
+    dead: z.number().int(),
+    cancelled: z.number().int(),
+    reaped: z.number().int(),
+    fired: z.number().int(),
+    staleWrites: z.number().int(),
+  })
+  .openapi('TickResult');
+
+export const Schedule = z
+  .object({
+    name: z.string(),
+    source: z.enum(['static', 'dynamic']),
+    cron: nullableText,
+    every: z.number().int().nullable().openapi({ description: 'interval in ms' }),
+    daily: z.array(z.string()).nullable(),
+    tz: z.string(),
+    task: z.string(),
+    payload: z.unknown(),
+    enabled: z.boolean(),
+    catchUp: z.enum(['all', 'latest', 'none']),
+    overlap: z.enum(['allow', 'skip']),
+    maxFiringsPerTick: z.number().int(),
+    nextRunAt: instant.nullable(),
+    lastFiredAt: instant.nullable(),
+    lastScheduledFor: instant.nullable(),
+    lastJobId: nullableText,
+    lastStatus: z.enum(JOB_STATUSES).nullable(),
+    state: z.unknown(),
+  })
+  .openapi('Schedule');
+
+export const ScheduleEnvelope = z.object({ schedule: Schedule }).openapi('ScheduleEnvelope');
+export const ScheduleList = z.object({ schedules: z.array(Schedule) }).openapi('ScheduleList');
+
+export const Health = z.object({ ok: z.boolean() }).openapi('Health');
+
+export const ErrorBody = z
+  .object({
+    error: z.object({
+      code: z.enum([
+        'unauthorized',
+        'invalid_json',
+        'invalid_request',
+        'unknown_task',
+        'invalid_payload',
+        'not_found',
+        'conflict',
+        'payload_too_large',
+        'internal',
+      ]),
+      message: z.string(),
+      issues: z.array(z.object({ path: z.array(z.union([z.string(), z.number()])), message: z.string() })).optional(),
+    }),
+  })
+  .openapi('Error');
+
+const ERROR_DESCRIPTIONS = {
+  400: 'invalid_json, invalid_request, unknown_task or invalid_payload',
+  401: 'unauthorized: missing or wrong bearer token',
+  404: 'not_found',
+  409: 'conflict: the job is not in a state that allows this',
+  413: 'payload_too_large',
+} as const;
+
+/** The error responses of a route, for the OpenAPI document. */
+export function errorResponses<S extends keyof typeof ERROR_DESCRIPTIONS>(...statuses: S[]) {
+  return Object.fromEntries(
+    statuses.map((status) => [status, { description: ERROR_DESCRIPTIONS[status], content: { 'application/json': { schema: ErrorBody } } }]),
+  ) as unknown as Record<S, { description: string; content: { 'application/json': { schema: typeof ErrorBody } } }>;
+}
+
+export function jsonContent<T extends z.ZodType>(schema: T, description: string) {
+  return { description, content: { 'application/json': { schema } } };
+}
+
+export const bearerSecurity = [{ bearer: [] as string[] }];

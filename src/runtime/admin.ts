@@ -1,0 +1,146 @@
+/**
+ * Operating the queue by hand: list, cancel, retry, stats, ping. The HTTP API and the CLI call
+ * these through the Skiplock facade; all SQL is in src/store/admin.ts.
+ */
+import { SkiplockError } from '../core/errors.ts';
+import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
+import { cancelJob, jobStats, listJobs, ping, retryJob } from '../store/admin.ts';
+import type { Clock } from '../store/jobs.ts';
+import { mapJob } from '../store/rows.ts';
+import type { Row, Sql } from '../store/sql.ts';
+
+export const LIST_LIMIT = { default: 50, max: 500 } as const;
+
+const INT8_MAX = 9223372036854775807n;
+
+/** True for a string that can be a job id (a positive int8 in canonical form). */
+export function isJobId(id: string): boolean {
+  return /^[1-9]\d{0,18}$/.test(id) && BigInt(id) <= INT8_MAX;
+}
+
+export interface ListJobsOptions {
+  status?: JobStatus;
+  task?: string;
+  /** Page size, 1 to 500. Default 50. */
+  limit?: number;
+  /** `nextCursor` of the previous page; omitted for the first page. */
+  cursor?: string;
+}
+
+export interface JobPage {
+  /** Newest first. */
+  jobs: Job[];
+  /** Pass it as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+export type CountsByStatus = Record<JobStatus, number>;
+
+export interface JobStats {
+  counts: CountsByStatus;
+  byTask: Record<string, CountsByStatus>;
+  /** How long the longest-waiting due QUEUED job has waited past its runAt, in ms; 0 when none waits. */
+  oldestQueuedAgeMs: number;
+}
+
+export interface CancelResult {
+  job: Job;
+  /** `cancelled`: it was QUEUED and is CANCELLED now; `requested`: it is RUNNING and was asked to stop. */
+  outcome: 'cancelled' | 'requested';
+}
+
+export interface AdminOperations {
+  /** One page of jobs, newest first; throws invalid_request for a bad cursor or limit. */
+  listJobs(options?: ListJobsOptions): Promise<JobPage>;
+  /** QUEUED → CANCELLED, or asks a RUNNING job to stop; not_found, or conflict once finished. */
+  cancelJob(id: string): Promise<CancelResult>;
+  /** DEAD or CANCELLED → QUEUED, due now, attempts reset; not_found, or conflict otherwise. */
+  retryJob(id: string): Promise<Job>;
+  /** Job counts by status and task, and the queue's lag. */
+  stats(): Promise<JobStats>;
+  /** Resolves when the database answers; rejects otherwise. */
+  ping(): Promise<void>;
+}
+
+export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperations {
+  /** Runs one of the single-job updates and sorts its answer into updated / unchanged / missing. */
+  async function updateOne(id: string, build: (p: { now: Clock; id: string }) => ReturnType<typeof cancelJob>, action: string) {
+    if (!isJobId(id)) throw notFound(id);
+    const [row] = await sql.query(build({ now: now(), id }));
+    if (!row) throw notFound(id);
+    const job = mapJob(row);
+    if (row.applied !== true && row.applied !== 't') throw new SkiplockError('conflict', `job ${id} is ${job.status}: it cannot be ${action}`);
+    return job;
+  }
+
+  return {
+    async listJobs(options = {}) {
+      const limit = options.limit ?? LIST_LIMIT.default;
+      if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT.max)
+        throw new SkiplockError('invalid_request', `limit must be an integer from 1 to ${LIST_LIMIT.max}`, [{ path: ['limit'], message: 'out of range' }]);
+      const beforeId = options.cursor === undefined ? null : decodeCursor(options.cursor);
+      // One row more than asked tells whether another page exists.
+      const rows = await sql.query(
+        listJobs({ status: options.status ?? null, task: options.task ?? null, beforeId, limit: limit + 1 }),
+      );
+      const jobs = rows.slice(0, limit).map(mapJob);
+      const last = jobs[jobs.length - 1];
+      return { jobs, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+    },
+    async cancelJob(id) {
+      const job = await updateOne(id, cancelJob, 'cancelled');
+      return { job, outcome: job.status === 'CANCELLED' ? 'cancelled' : 'requested' };
+    },
+    retryJob: (id) => updateOne(id, retryJob, 'retried (only DEAD or CANCELLED jobs can)'),
+    async stats() {
+      const [row] = await sql.query(jobStats({ now: now() }));
+      return toStats(row);
+    },
+    async ping() {
+      await sql.query(ping());
+    },
+  };
+}
+
+function notFound(id: string): SkiplockError {
+  return new SkiplockError('not_found', `no job ${JSON.stringify(id)}`);
+}
+
+function zeroCounts(): CountsByStatus {
+  return Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as CountsByStatus;
+}
+
+function toStats(row: Row | undefined): JobStats {
+  const counts = zeroCounts();
+  // A Map, then fromEntries: a task may well be called "__proto__".
+  const byTask = new Map<string, CountsByStatus>();
+  for (const [status, task, n] of (row?.groups ?? []) as [JobStatus, string, number][]) {
+    counts[status] += n;
+    const forTask = byTask.get(task) ?? zeroCounts();
+    forTask[status] += n;
+    byTask.set(task, forTask);
+  }
+  return { counts, byTask: Object.fromEntries(byTask), oldestQueuedAgeMs: Math.round(Number(row?.oldest_queued_age_ms ?? 0)) };
+}
+
+/*
+ * Cursors are opaque to clients: base64url of "j" + the last id of the page. Only the format is
+ * checked when decoding; a cursor whose job was deleted still pages correctly (id < cursor).
+ */
+export function encodeCursor(id: string): string {
+  return btoa(`j${id}`).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+}
+
+export function decodeCursor(cursor: string): string {
+  const invalid = () => new SkiplockError('invalid_request', 'invalid cursor', [{ path: ['cursor'], message: 'not a cursor from a previous page' }]);
+  if (!/^[A-Za-z0-9_-]{2,40}$/.test(cursor)) throw invalid();
+  let text: string;
+  try {
+    text = atob(cursor.replaceAll('-', '+').replaceAll('_', '/'));
+  } catch {
+    throw invalid();
+  }
+  const id = /^j(\d+)$/.exec(text)?.[1];
+  if (id === undefined || !isJobId(id)) throw invalid();
+  return id;
+}

@@ -1,0 +1,178 @@
+/**
+ * Schedules on the Skiplock facade: the static ones from createSkiplock({ schedules }), the
+ * dynamic ones put and deleted at run time, the listing of both, and firing (each tick).
+ */
+import { SkiplockError } from '../core/errors.ts';
+import type { CatchUp, Overlap } from '../core/schedule.ts';
+import { timelineOf } from '../core/schedule-timeline.ts';
+import type { JobStatus } from '../core/types.ts';
+import type { Clock } from '../store/jobs.ts';
+import { toDate } from '../store/rows.ts';
+import { deleteSchedule, listSchedules, putSchedule } from '../store/schedules.ts';
+import type { Row, Sql } from '../store/sql.ts';
+import { fireDueSchedules, timingOf } from './fire-due-schedules.ts';
+import { bindStaticSchedule, parseDynamicSchedule, toScheduleRow, type Schedule, type ScheduleInput } from './schedule-definition.ts';
+import type { TaskRegistry } from './task.ts';
+import type { TickDeps } from './tick.ts';
+
+/** A schedule as listed: its definition, where it comes from, and what it did last. */
+export interface ScheduleInfo {
+  name: string;
+  /** 'static': defined in code (createSkiplock({ schedules })); 'dynamic': put at run time. */
+  source: 'static' | 'dynamic';
+  cron: string | null;
+  /** The interval in ms, for `every` schedules. */
+  every: number | null;
+  daily: string[] | null;
+  tz: string;
+  task: string;
+  payload: unknown;
+  enabled: boolean;
+  catchUp: CatchUp;
+  overlap: Overlap;
+  maxFiringsPerTick: number;
+  /** The first instant not yet fired (in the past when overdue); null when disabled. */
+  nextRunAt: Date | null;
+  /** When the last firing happened (the database's clock), and for which instant. */
+  lastFiredAt: Date | null;
+  lastScheduledFor: Date | null;
+  /** The job of the last firing, and its status (null once retention deleted it). */
+  lastJobId: string | null;
+  lastStatus: JobStatus | null;
+  /** The recurring state its runs read and replace (null until one sets it). */
+  state: unknown;
+}
+
+export interface PutScheduleResult {
+  schedule: ScheduleInfo;
+  /** False when a schedule of that name was replaced. */
+  created: boolean;
+}
+
+export interface ScheduleOperations {
+  /**
+   * Creates or replaces a dynamic schedule, checked like an enqueue: SkiplockError
+   * invalid_request, unknown_task, invalid_payload; conflict for the name of a static schedule.
+   * A replaced schedule keeps its watermark, state and history.
+   */
+  putSchedule(name: string, input: ScheduleInput): Promise<PutScheduleResult>;
+  /** Removes a dynamic schedule and its firing history (its jobs stay); false when there was none. */
+  deleteSchedule(name: string): Promise<boolean>;
+  /** The static schedules of this deployment and every dynamic one, by name. */
+  listSchedules(): Promise<ScheduleInfo[]>;
+  /** Fires the due schedules now (each tick does this first); resolves to how many jobs it fired. */
+  fireDueSchedules(): Promise<number>;
+}
+
+export interface ScheduleDeps {
+  sql: Sql;
+  registry: TaskRegistry;
+  /** Static schedules (defineSchedule); checked here against the tasks, TypeError when they do not fit. */
+  schedules: readonly Schedule[];
+  now: () => Clock;
+  log: TickDeps['log'];
+}
+
+export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations {
+  const { sql, registry, now } = deps;
+  const statics = new Map<string, Schedule>();
+  for (const schedule of deps.schedules) {
+    if (statics.has(schedule.name)) throw new TypeError(`schedule ${schedule.name} is defined twice`);
+    statics.set(schedule.name, bindStaticSchedule(schedule, registry));
+  }
+  const staticRows = [...statics.values()].map(toScheduleRow);
+
+  const refuseStatic = (name: string) => {
+    if (statics.has(name)) throw new SkiplockError('conflict', `schedule ${name} is defined in code; change it there`);
+  };
+
+  return {
+    async putSchedule(name, input) {
+      refuseStatic(name);
+      const schedule = parseDynamicSchedule(name, input, registry);
+      const [row] = await sql.query(putSchedule({ now: now(), schedule: toScheduleRow(schedule) }));
+      return { schedule: toScheduleInfo(row!), created: row!.created === true };
+    },
+    async deleteSchedule(name) {
+      refuseStatic(name);
+      const rows = await sql.query(deleteSchedule({ name }));
+      return rows.length > 0;
+    },
+    async listSchedules() {
+      const rows = await sql.query(listSchedules({ staticNames: [...statics.keys()] }));
+      const listed = rows.map(toScheduleInfo);
+      // A static schedule no tick has stored yet is still listed, from its definition.
+      const stored = new Set(listed.map((s) => s.name));
+      for (const schedule of statics.values()) if (!stored.has(schedule.name)) listed.push(unstoredInfo(schedule));
+      return listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    },
+    fireDueSchedules: () => fireDueSchedules({ sql, registry, statics: staticRows, now, log: deps.log }),
+  };
+}
+
+function toScheduleInfo(row: Row): ScheduleInfo {
+  const timing = timingOf(row);
+  const enabled = row.enabled === true || row.enabled === 't';
+  const nextRunAt = !enabled ? null : row.next_run_at ? toDate(row.next_run_at) : safeNext(() => timelineOf(timing, String(row.name)).next(toDate(row.watermark)));
+  return {
+    name: String(row.name),
+    source: row.source as ScheduleInfo['source'],
+    cron: timing.cron,
+    every: timing.everyMs,
+    daily: timing.daily,
+    tz: timing.tz,
+    task: String(row.task),
+    payload: row.payload ?? null,
+    enabled,
+    catchUp: row.catch_up as CatchUp,
+    overlap: row.overlap as Overlap,
+    maxFiringsPerTick: Number(row.max_firings_per_tick),
+    nextRunAt,
+    lastFiredAt: row.last_fired_at ? toDate(row.last_fired_at) : null,
+    lastScheduledFor: row.last_scheduled_for ? toDate(row.last_scheduled_for) : null,
+    lastJobId: row.last_job_id === null || row.last_job_id === undefined ? null : String(row.last_job_id),
+    lastStatus: (row.last_status ?? null) as JobStatus | null,
+    state: row.state ?? null,
+  };
+}
+
+function unstoredInfo(schedule: Schedule): ScheduleInfo {
+  return {
+    name: schedule.name,
+    source: 'static',
+    cron: schedule.timing.cron,
+    every: schedule.timing.everyMs,
+    daily: schedule.timing.daily,
+    tz: schedule.timing.tz,
+    task: schedule.task,
+    payload: schedule.payload,
+    enabled: schedule.enabled,
+    catchUp: schedule.catchUp,
+    overlap: schedule.overlap,
+    maxFiringsPerTick: schedule.maxFiringsPerTick,
+    nextRunAt: null,
+    lastFiredAt: null,
+    lastScheduledFor: null,
+    lastJobId: null,
+    lastStatus: null,
+    state: null,
+  };
+}
+
+function safeNext(next: () => Date | null): Date | null {
+  try {
+    return next();
+  } catch {
+    return null;
+  }
+}
+
+/** The JSON shape of a schedule at the HTTP edge: ISO times. */
+export function scheduleToJson(schedule: ScheduleInfo) {
+  return {
+    ...schedule,
+    nextRunAt: schedule.nextRunAt?.toISOString() ?? null,
+    lastFiredAt: schedule.lastFiredAt?.toISOString() ?? null,
+    lastScheduledFor: schedule.lastScheduledFor?.toISOString() ?? null,
+  };
+}

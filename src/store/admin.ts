@@ -1,0 +1,106 @@
+/**
+ * Statements for operating the queue by hand (the HTTP API and the CLI): list, cancel, retry,
+ * counts. Same rules as jobs.ts: pure builders, one statement per state change, and `$1` is the
+ * clock wherever time is read.
+ */
+import type { JobStatus } from '../core/types.ts';
+import { statement, type Statement } from './sql.ts';
+import type { Clock } from './jobs.ts';
+
+const NOW = 'coalesce($1::timestamptz, now())';
+
+function clock(now: Clock): string | null {
+  return now ? now.toISOString() : null;
+}
+
+export interface ListJobsParams {
+  status: JobStatus | null;
+  task: string | null;
+  /** Keyset cursor: only jobs with a smaller id (older) than this one. */
+  beforeId: string | null;
+  limit: number;
+}
+
+/**
+ * Newest first, by id. Paging on `id < beforeId` rather than an offset keeps pages stable while
+ * jobs are inserted (new jobs get larger ids, so they never shift an older page).
+ * The conditions are composed, not `($n IS NULL OR …)`, so each query can use its index.
+ */
+export function listJobs(p: ListJobsParams): Statement {
+  const values: unknown[] = [];
+  const where: string[] = [];
+  if (p.status !== null) where.push(`status = $${values.push(p.status)}`);
+  if (p.task !== null) where.push(`task = $${values.push(p.task)}`);
+  if (p.beforeId !== null) where.push(`id < $${values.push(p.beforeId)}::bigint`);
+  return statement(
+    `SELECT * FROM skiplock.job
+      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY id DESC
+      LIMIT $${values.push(p.limit)}`,
+    values,
+  );
+}
+
+/**
+ * Runs an UPDATE of one job (by `$2`) and answers in the same statement: the updated row with
+ * `applied = true`, or the row as it is with `applied = false` when the UPDATE's state condition
+ * did not hold, or no row when the job does not exist. The caller turns these into 200 / 409 / 404.
+ */
+function updateOneJob(update: string, values: readonly unknown[]): Statement {
+  return statement(
+    `WITH changed AS (${update} RETURNING j.*)
+     SELECT true AS applied, changed.* FROM changed
+     UNION ALL
+     SELECT false AS applied, job.* FROM skiplock.job job
+      WHERE job.id = $2::bigint AND NOT EXISTS (SELECT 1 FROM changed)`,
+    values,
+  );
+}
+
+/**
+ * QUEUED → CANCELLED; a RUNNING job only gets `cancel_requested`, which its worker sees at the
+ * next heartbeat (its handler is aborted and the job lands in CANCELLED) and which the reaper
+ * honours if that worker is gone. Setting the flag needs no fence: it asks whoever holds the job.
+ */
+export function cancelJob(p: { now: Clock; id: string }): Statement {
+  return updateOneJob(
+    `UPDATE skiplock.job j SET
+       status = CASE WHEN j.status = 'QUEUED' THEN 'CANCELLED' ELSE j.status END,
+       finished_at = CASE WHEN j.status = 'QUEUED' THEN ${NOW} ELSE j.finished_at END,
+       cancel_requested = (j.status = 'RUNNING'),
+       updated_at = ${NOW}
+     WHERE j.id = $2::bigint AND j.status IN ('QUEUED', 'RUNNING')`,
+    [clock(p.now), p.id],
+  );
+}
+
+/** DEAD or CANCELLED → QUEUED, due now, with a fresh set of attempts (last_error is kept). */
+export function retryJob(p: { now: Clock; id: string }): Statement {
+  return updateOneJob(
+    `UPDATE skiplock.job j SET
+       status = 'QUEUED', attempts = 0, run_at = ${NOW}, finished_at = NULL, result = NULL,
+       cancel_requested = false, updated_at = ${NOW}
+     WHERE j.id = $2::bigint AND j.status IN ('DEAD', 'CANCELLED')`,
+    [clock(p.now), p.id],
+  );
+}
+
+/**
+ * Counts by status and task, and how long the longest-waiting due QUEUED job has waited past
+ * its run_at (0 when none is due). Returns one row: `groups` as [[status, task, count], …].
+ */
+export function jobStats(p: { now: Clock }): Statement {
+  return statement(
+    `SELECT
+       (SELECT coalesce(jsonb_agg(jsonb_build_array(status, task, n)), '[]'::jsonb)
+          FROM (SELECT status, task, count(*)::int AS n FROM skiplock.job GROUP BY status, task) g) AS groups,
+       (SELECT coalesce(greatest(0, extract(epoch FROM ${NOW} - min(run_at)) * 1000), 0)::float8
+          FROM skiplock.job WHERE status = 'QUEUED' AND run_at <= ${NOW}) AS oldest_queued_age_ms`,
+    [clock(p.now)],
+  );
+}
+
+/** The health check: answers when the database does. */
+export function ping(): Statement {
+  return statement(`SELECT 1 AS ok`);
+}

@@ -1,0 +1,64 @@
+/**
+ * The bundled example tasks (CONTRACT.md) and schedule, registered by `npm start`, the example
+ * Worker, the Vercel function and the Node runner. Small on purpose: each shows one behaviour.
+ */
+import { z } from 'zod';
+import { PermanentError } from '../core/errors.ts';
+import { defineSchedule } from '../runtime/schedule-definition.ts';
+import { defineTask } from '../runtime/task.ts';
+
+/** Returns its message: the smallest job that does something. */
+export const echo = defineTask({
+  name: 'echo',
+  payload: z.object({ message: z.string() }),
+  handler: ({ message }) => ({ message }),
+});
+
+/**
+ * Waits `ms`, stopping early when its signal aborts (timeout, deadline, shutdown, cancel).
+ * Its 20 s timeout fits every platform's tick (a tick claims no job whose timeout it cannot give);
+ * enqueue longer sleeps with a larger `timeoutMs` on the Node runner.
+ */
+export const sleep = defineTask({
+  name: 'sleep',
+  payload: z.object({ ms: z.number().int().min(0).max(24 * 3600 * 1000) }),
+  timeoutMs: 20_000,
+  handler: ({ ms }, { signal }) =>
+    new Promise<{ sleptMs: number }>((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const started = Date.now();
+      const timer = setTimeout(() => resolve({ sleptMs: Date.now() - started }), ms);
+      signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      }, { once: true });
+    }),
+});
+
+/** Fails (transiently) on attempts 1..failTimes, then succeeds: shows retries with a short backoff. */
+export const flaky = defineTask({
+  name: 'flaky',
+  payload: z.object({ failTimes: z.number().int().min(0).max(100) }),
+  maxAttempts: 101,
+  backoff: { baseMs: 1_000, jitter: 0.2, maxMs: 5_000 },
+  handler: ({ failTimes }, { attempt }) => {
+    if (attempt <= failTimes) throw new Error(`flaky: failing attempt ${attempt} of ${failTimes}`);
+    return { attempts: attempt };
+  },
+});
+
+/** Always fails permanently: DEAD on its first attempt, for a person to review. */
+export const poison = defineTask({
+  name: 'poison',
+  payload: z.object({}),
+  handler: () => {
+    throw new PermanentError('poison: this job always fails permanently');
+  },
+});
+
+export const exampleTasks = [echo, sleep, flaky, poison];
+
+/** Fires `echo` at the start of every minute (UTC): each firing runs once, however many ticks see it. */
+export const exampleSchedules = [
+  defineSchedule({ name: 'example-echo-every-minute', cron: '* * * * *', task: echo, payload: { message: 'fired by the example schedule' } }),
+];

@@ -1,0 +1,107 @@
+/** The CLI as a user runs it: a child process on DATABASE_URL, JSON out, exit codes. */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createTestDb, type TestDb } from './support/db.ts';
+
+const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+const FIXTURE_TASKS = fileURLToPath(new URL('./fixtures/cli-tasks.ts', import.meta.url));
+
+let db: TestDb;
+beforeAll(async () => (db = await createTestDb({ migrated: false })));
+afterAll(() => db.drop());
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  json: any;
+}
+
+function cli(args: string[], env: Record<string, string | undefined> = { DATABASE_URL: db.url }): Promise<Run> {
+  return new Promise((resolve) => {
+    const childEnv = { ...process.env, ...env };
+    if (env.DATABASE_URL === undefined) delete childEnv.DATABASE_URL;
+    execFile(process.execPath, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', CLI, ...args], { env: childEnv }, (error, stdout, stderr) => {
+      const code = error ? Number((error as { code?: unknown }).code ?? 1) : 0;
+      let json: unknown;
+      try {
+        json = JSON.parse(code === 0 ? stdout : stderr);
+      } catch {
+        json = undefined;
+      }
+      resolve({ code, stdout, stderr, json });
+    });
+  });
+}
+
+test('migrate applies the migrations once', async () => {
+  const first = await cli(['migrate']);
+  expect(first.code, first.stderr).toBe(0);
+  expect(first.json.applied).toContain(1);
+  const again = await cli(['migrate']);
+  expect(again.json).toMatchObject({ applied: [], alreadyApplied: expect.arrayContaining([1]) });
+});
+
+test('enqueue, with an idempotency key, and its refusals', async () => {
+  const job = await cli(['enqueue', 'echo', '{"message":"from the cli"}', '--priority', '2', '--idempotency-key', 'deploy-42']);
+  expect(job.code, job.stderr).toBe(0);
+  expect(job.json).toMatchObject({ created: true, job: { task: 'echo', payload: { message: 'from the cli' }, priority: 2, status: 'QUEUED' } });
+  const replay = await cli(['enqueue', 'echo', '{"message":"again"}', '--idempotency-key', 'deploy-42']);
+  expect(replay.json).toMatchObject({ created: false, job: { id: job.json.job.id } });
+  const delayed = await cli(['enqueue', 'poison', '--delay-ms', '3600000']);
+  expect(delayed.json.job.status).toBe('QUEUED');
+
+  const refusals: [string[], string][] = [
+    [['enqueue', 'nope'], 'unknown_task'],
+    [['enqueue', 'echo', '{"message":'], 'invalid_json'],
+    [['enqueue', 'echo', '{"message":1}'], 'invalid_payload'],
+    [['enqueue', 'echo', '{"message":"x"}', '--run-at', 'tomorrow'], 'invalid_request'],
+  ];
+  for (const [args, code] of refusals) {
+    const run = await cli(args);
+    expect(run.code, args.join(' ')).toBe(1);
+    expect(run.json).toMatchObject({ error: { code } });
+  }
+});
+
+test('jobs lists newest first with filters and a cursor; tick runs them', async () => {
+  const all = await cli(['jobs']);
+  expect(all.json.jobs.map((j: any) => j.task)).toEqual(['poison', 'echo']);
+  const first = await cli(['jobs', '--limit', '1']);
+  expect(first.json.jobs).toHaveLength(1);
+  const second = await cli(['jobs', '--limit', '1', '--cursor', first.json.nextCursor]);
+  expect(second.json).toMatchObject({ jobs: [{ task: 'echo' }], nextCursor: null });
+
+  const tick = await cli(['tick', '--budget', '20000']);
+  expect(tick.code, tick.stderr).toBe(0);
+  expect(tick.json).toMatchObject({ claimed: 1, done: 1 });
+  const done = await cli(['jobs', '--status', 'done']);
+  expect(done.json.jobs).toMatchObject([{ task: 'echo', status: 'DONE', result: { message: 'from the cli' } }]);
+
+  const bad = await cli(['jobs', '--cursor', 'nonsense']);
+  expect(bad.code).toBe(1);
+  expect(bad.json).toMatchObject({ error: { code: 'invalid_request' } });
+});
+
+test('--tasks registers a module of tasks beside the examples', async () => {
+  const job = await cli(['enqueue', 'shout', '{"text":"hi"}', '--tasks', FIXTURE_TASKS]);
+  expect(job.code, job.stderr).toBe(0);
+  const tick = await cli(['tick', '--budget', '20000', '--tasks', FIXTURE_TASKS]);
+  expect(tick.json).toMatchObject({ claimed: 1, done: 1 });
+  const done = await cli(['jobs', '--task', 'shout']);
+  expect(done.json.jobs[0]).toMatchObject({ status: 'DONE', result: { text: 'HI' } });
+});
+
+test('usage errors exit 2', async () => {
+  for (const args of [[], ['frobnicate'], ['jobs', '--status', 'SOON'], ['jobs', '--limit', 'ten'], ['enqueue'], ['migrate', 'extra'], ['tick', '--bogus']]) {
+    const run = await cli(args);
+    expect(run.code, args.join(' ')).toBe(2);
+    expect(run.stderr).toContain('usage: skiplock');
+  }
+  const noUrl = await cli(['jobs'], { DATABASE_URL: undefined });
+  expect(noUrl.code).toBe(2);
+  expect(noUrl.stderr).toContain('DATABASE_URL');
+  const help = await cli(['--help']);
+  expect(help.code).toBe(0);
+});

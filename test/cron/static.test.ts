@@ -1,0 +1,102 @@
+/** Static schedules: checked at definition, stored by the tick only when their definition changes. */
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { z } from 'zod';
+import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
+import { createSkiplock } from '../../src/runtime/skiplock.ts';
+import { defineTask } from '../../src/runtime/task.ts';
+import { statement } from '../../src/store/sql.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+import { createClock, firings, iso, MINUTE, noop, scheduledJobs, scheduleRow, skiplockAt } from './support.ts';
+
+let db: TestDb;
+beforeAll(async () => (db = await createTestDb()));
+afterAll(() => db.drop());
+
+test('bad definitions in code throw a TypeError at startup', () => {
+  expect(() => defineSchedule({ name: 'bad', cron: '0 25 * * *', task: 'noop' })).toThrow(
+    new TypeError('schedule bad: cron: invalid cron expression "0 25 * * *": Constraint error, got value 25 expected range 0-23'),
+  );
+  expect(() => defineSchedule({ name: 'bad', cron: '0 9 * * 1', tz: 'Europe/Osl', task: 'noop' })).toThrow(/^schedule bad: tz: unknown time zone "Europe\/Osl"/);
+  expect(() => defineSchedule({ name: 'bad', cron: '', task: 'noop' })).toThrow('cron: must have 5 fields (minute hour day-of-month month day-of-week) or 6 (with seconds first), got 0');
+  expect(() => defineSchedule({ name: 'bad', every: 500, task: 'noop' })).toThrow('every: must be a whole number of ms from 1000 (1 s)');
+  expect(() => defineSchedule({ name: 'bad', every: '5m', tz: 'Europe/Oslo', task: 'noop' })).toThrow('tz: every is a fixed interval');
+  expect(() => defineSchedule({ name: 'bad', task: 'noop' })).toThrow('schedule bad: (schedule): give one of cron, every, daily');
+  expect(() => defineSchedule({ name: 'bad name', cron: '* * * * *', task: 'noop' })).toThrow(TypeError);
+  // With the task itself, the payload is checked right away.
+  expect(() => defineSchedule({ name: 'bad', cron: '* * * * *', task: noop, payload: { n: 'x' } })).toThrow(/^schedule bad: payload\.n: /);
+  // With its name, when createSkiplock knows the tasks.
+  const sql = db.sql;
+  expect(() => createSkiplock({ sql, tasks: [noop], schedules: [defineSchedule({ name: 'x', cron: '* * * * *', task: 'nope' })] })).toThrow(
+    'schedule x: unknown task "nope"; add it to createSkiplock({ tasks })',
+  );
+  expect(() => createSkiplock({ sql, tasks: [noop], schedules: [defineSchedule({ name: 'x', cron: '* * * * *', task: 'noop', payload: { m: 1 } })] })).toThrow(TypeError);
+  const twice = defineSchedule({ name: 'x', cron: '* * * * *', task: 'noop' });
+  expect(() => createSkiplock({ sql, tasks: [noop], schedules: [twice, twice] })).toThrow('schedule x is defined twice');
+});
+
+test('valid definitions: 5 or 6 fields, @aliases, intervals, daily times', () => {
+  expect(defineSchedule({ name: 'a', cron: ' 0  9 * * 1 ', tz: 'America/New_York', task: 'noop' }).timing).toEqual({ cron: '0 9 * * 1', everyMs: null, daily: null, tz: 'America/New_York' });
+  expect(defineSchedule({ name: 'a', cron: '*/5 * * * * *', task: 'noop' }).timing.cron).toBe('*/5 * * * * *');
+  expect(defineSchedule({ name: 'a', cron: '@hourly', task: 'noop' }).timing.cron).toBe('@hourly');
+  expect(defineSchedule({ name: 'a', every: '1h30m', task: 'noop' }).timing.everyMs).toBe(5_400_000);
+  expect(defineSchedule({ name: 'a', daily: ['14:00', '02:30:00', '02:30'], task: 'noop' }).timing.daily).toEqual(['02:30', '14:00']);
+  expect(defineSchedule({ name: 'a', cron: '* * * * *', task: noop })).toMatchObject({ task: 'noop', payload: {}, catchUp: 'latest', overlap: 'allow', maxFiringsPerTick: 100, enabled: true });
+});
+
+test('the tick stores a static schedule once and rewrites it only when its definition changes', async () => {
+  const clock = createClock('2026-01-05T10:00:30Z');
+  const v1 = [defineSchedule({ name: 'report', cron: '*/5 * * * *', task: 'noop', payload: { n: 1 } })];
+  const first = skiplockAt(db.sql, clock, { schedules: v1 });
+  expect((await first.listSchedules()).map((s) => [s.name, s.source, s.nextRunAt])).toEqual([['report', 'static', null]]); // not stored yet
+  await first.fireDueSchedules();
+  const stored = await scheduleRow(db.sql, 'report');
+  expect(stored).toMatchObject({ source: 'static', revision: 1, watermark: new Date('2026-01-05T10:00:30Z'), next_run_at: new Date('2026-01-05T10:05:00Z') });
+
+  // Another invocation with the same code: nothing is written.
+  clock.set('2026-01-05T10:02:00Z');
+  await skiplockAt(db.sql, clock, { schedules: v1 }).fireDueSchedules();
+  expect(await scheduleRow(db.sql, 'report')).toEqual(stored);
+
+  // A deploy changes it: one new revision, the watermark kept.
+  const v2 = [defineSchedule({ name: 'report', cron: '* * * * *', task: 'noop', payload: { n: 2 }, catchUp: 'all' })];
+  const second = skiplockAt(db.sql, clock, { schedules: v2 });
+  expect(await second.fireDueSchedules()).toBe(2); // 10:01, 10:02 under the new definition
+  expect(await scheduleRow(db.sql, 'report')).toMatchObject({ revision: 2, cron: '* * * * *', payload: { n: 2 }, created_at: stored!.created_at });
+  expect((await scheduledJobs(db.sql, 'report')).length).toBe(2);
+
+  // A deployment that no longer defines it leaves it alone: it neither fires nor lists it.
+  clock.set('2026-01-05T10:10:00Z');
+  const without = skiplockAt(db.sql, clock);
+  expect(await without.fireDueSchedules()).toBe(0);
+  expect(await without.listSchedules()).toEqual([]);
+  expect(iso(await firings(db.sql, 'report'))).toEqual(['2026-01-05T10:01:00.000Z', '2026-01-05T10:02:00.000Z']);
+});
+
+test('a firing that already exists is not fired again and leaves no job behind', async () => {
+  const clock = createClock('2026-01-05T10:00:30Z');
+  const skiplock = skiplockAt(db.sql, clock);
+  await skiplock.putSchedule('guarded', { cron: '* * * * *', task: 'noop', catchUp: 'all' });
+  // Someone (an older version, a restore) already recorded 10:02 without the watermark moving.
+  await db.sql.query(statement(`INSERT INTO skiplock.cron_firing (schedule_name, scheduled_for, fired_at) VALUES ('guarded', '2026-01-05T10:02:00Z', now())`));
+  clock.set('2026-01-05T10:03:30Z');
+  expect(await skiplock.fireDueSchedules()).toBe(2);
+  const fired = await firings(db.sql, 'guarded');
+  expect(fired.map((f) => [f.scheduled_for.toISOString(), f.job_id !== null])).toEqual([
+    ['2026-01-05T10:01:00.000Z', true],
+    ['2026-01-05T10:02:00.000Z', false],
+    ['2026-01-05T10:03:00.000Z', true],
+  ]);
+  expect(iso(await scheduledJobs(db.sql, 'guarded'))).toEqual(['2026-01-05T10:01:00.000Z', '2026-01-05T10:03:00.000Z']);
+});
+
+test('a schedule whose task this deployment lacks is not fired by it', async () => {
+  const clock = createClock('2026-01-05T10:00:30Z');
+  const other = defineTask({ name: 'elsewhere', payload: z.object({}), handler: () => null });
+  await skiplockAt(db.sql, clock, { tasks: [noop, other] }).putSchedule('foreign', { cron: '* * * * *', task: 'elsewhere' });
+  const warnings: string[] = [];
+  const skiplock = skiplockAt(db.sql, clock, { log: (_level, message) => warnings.push(message) });
+  clock.advance(2 * MINUTE);
+  await skiplock.fireDueSchedules();
+  expect(await firings(db.sql, 'foreign')).toEqual([]);
+  expect(warnings).toContain('schedule not fired: its task is not registered in this deployment');
+});

@@ -1,0 +1,62 @@
+/** Cancel and retry across real runs: ticks move jobs to DONE, DEAD, RUNNING and CANCELLED. */
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createTestApp, type TestApp } from './helpers.ts';
+
+let t: TestApp;
+beforeAll(async () => (t = await createTestApp({ app: { tick: { untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10, leaseMs: 300 } } })));
+afterAll(() => t.close());
+
+async function enqueue(body: unknown) {
+  const res = await t.call('POST', '/v1/jobs', { body });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as any).job;
+}
+
+async function tick() {
+  const res = await t.call('POST', '/v1/tick');
+  expect(res.status).toBe(200);
+  return (await res.json()) as any;
+}
+
+test('a DONE job can be neither cancelled nor retried (409)', async () => {
+  const job = await enqueue({ task: 'echo', payload: { message: 'done' } });
+  expect(await tick()).toMatchObject({ claimed: 1, done: 1 });
+  const cancel = await t.call('POST', `/v1/jobs/${job.id}/cancel`);
+  expect(cancel.status).toBe(409);
+  expect(await cancel.json()).toMatchObject({ error: { code: 'conflict' } });
+  expect((await t.call('POST', `/v1/jobs/${job.id}/retry`)).status).toBe(409);
+  expect((await t.skiplock.getJob(job.id))?.status).toBe('DONE');
+});
+
+test('a DEAD job is retried: QUEUED, due now, attempts 0, and it runs again', async () => {
+  const job = await enqueue({ task: 'poison', payload: {} });
+  expect(await tick()).toMatchObject({ claimed: 1, dead: 1 });
+  expect((await t.call('POST', `/v1/jobs/${job.id}/cancel`)).status).toBe(409);
+
+  const res = await t.call('POST', `/v1/jobs/${job.id}/retry`);
+  expect(res.status).toBe(200);
+  const retried = ((await res.json()) as any).job;
+  expect(retried).toMatchObject({ status: 'QUEUED', attempts: 0, finishedAt: null, lastError: expect.stringContaining('poison') });
+  expect(await tick()).toMatchObject({ claimed: 1, dead: 1 });
+  expect(await t.skiplock.getJob(job.id)).toMatchObject({ status: 'DEAD', attempts: 1 });
+});
+
+test('cancelling a RUNNING job: 202, then the tick aborts its handler and the job ends CANCELLED', async () => {
+  const job = await enqueue({ task: 'sleep', payload: { ms: 600_000 }, timeoutMs: 15_000 });
+  const ticking = tick();
+  // Wait (without a clock) until the tick has claimed it.
+  while ((await t.skiplock.getJob(job.id))?.status !== 'RUNNING') await new Promise((resolve) => setTimeout(resolve, 10));
+
+  const res = await t.call('POST', `/v1/jobs/${job.id}/cancel`);
+  expect(res.status).toBe(202);
+  expect(((await res.json()) as any).job).toMatchObject({ id: job.id, status: 'RUNNING' });
+  // Asking twice is harmless.
+  expect((await t.call('POST', `/v1/jobs/${job.id}/cancel`)).status).toBe(202);
+  expect((await t.call('POST', `/v1/jobs/${job.id}/retry`)).status).toBe(409);
+
+  expect(await ticking).toMatchObject({ claimed: 1, cancelled: 1 });
+  expect(await t.skiplock.getJob(job.id)).toMatchObject({ status: 'CANCELLED', cancelRequested: false });
+  // And a cancelled job can be retried.
+  expect((await t.call('POST', `/v1/jobs/${job.id}/retry`)).status).toBe(200);
+  expect((await t.call('POST', `/v1/jobs/${job.id}/cancel`)).status).toBe(200);
+});
