@@ -1,3 +1,5 @@
+import { storableText } from './json.ts';
+
 /** Error codes shared by the library, the CLI and the HTTP API (mapped to status codes at the edge). */
 export type ErrorCode =
   | 'unauthorized'
@@ -45,6 +47,6 @@ export function isPermanent(error: unknown): boolean {
 
 /** A short, single-line description of anything thrown, for last_error. */
 export function describeError(error: unknown): string {
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const text = storableText(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
   return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
 }

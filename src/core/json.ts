@@ -10,6 +10,13 @@ export const MAX_JSON_DEPTH = 64;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/** The same text with what PostgreSQL refuses written as escapes (`\\u0000`), for messages such as last_error. */
+export function storableText(text: string): string {
+  return text.replaceAll('\u0000', '\\u0000').replace(LONE_SURROGATES, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
 /** Why a string cannot be stored as text, or undefined when it can. */
 export function unstorableText(text: string): string | undefined {
   if (text.includes('\u0000')) return 'must not contain the NUL character (U+0000)';

@@ -102,6 +102,9 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
     } catch (error) {
       return dead(new Error(`the handler's result is not JSON-serializable: ${String(error)}`));
     }
+    // jsonb refuses some JSON (NUL, lone surrogates): one such value would fail its whole batch's write.
+    const unstorableResult = findUnstorableJson(result, ['result']);
+    if (unstorableResult) return dead(new Error(`the handler's result cannot be stored: ${unstorableResult.message} at ${unstorableResult.path.join('.')}`));
     if (!nextState) return done(result);
     let state: unknown;
     try {
@@ -109,7 +112,6 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
     } catch (error) {
       return dead(new Error(`the state given to setState is not JSON-serializable: ${String(error)}`));
     }
-    // jsonb refuses some JSON (NUL, lone surrogates): failing the whole result write would retry it forever.
     const unstorable = findUnstorableJson(state, ['state']);
     if (unstorable) return dead(new Error(`the state given to setState cannot be stored: ${unstorable.message}`));
     return done(result, { value: state });

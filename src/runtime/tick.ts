@@ -76,6 +76,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   const elapsed = startClock();
   let deadline = o.budgetMs;
   const workerId = `${o.workerName}:${crypto.randomUUID()}`;
+  const taskNames = [...deps.run.registry.keys()];
   const counts = emptyTickResult();
   const running = new Map<string, RunningJob>();
   const pending: { job: Job; outcome: Outcome }[] = [];
@@ -146,6 +147,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
           budgetMs: Math.max(0, Math.floor(deadline - o.marginMs - elapsed())),
           leaseMs: o.leaseMs,
           leaseGraceMs: LEASE_GRACE_MS,
+          tasks: taskNames,
         }),
       );
       failures = 0;

@@ -79,6 +79,11 @@ export interface CompleteAndClaimParams {
   limit: number;
   /** Only jobs whose timeout fits in what is left of the invocation are claimed. */
   budgetMs: number;
+  /**
+   * Only jobs of these tasks are claimed: those this deployment can run. A job of another task
+   * waits for a deployment that has it (a rolling deploy, a CLI without the tasks) instead of dying.
+   */
+  tasks: readonly string[];
   /** Lease = min(timeout + leaseGraceMs, leaseMs); long jobs are heartbeated. */
   leaseMs: number;
   leaseGraceMs: number;
@@ -120,6 +125,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
      next AS MATERIALIZED (
        SELECT id FROM skiplock.job
         WHERE status = 'QUEUED' AND run_at <= ${NOW} AND timeout_ms <= $5 AND attempts < max_attempts
+          AND task = ANY($8::text[])
         ORDER BY priority DESC, run_at, id
         LIMIT $4
         FOR UPDATE SKIP LOCKED
@@ -133,7 +139,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
      )
      SELECT (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) FROM written) AS written, claimed.*
        FROM (SELECT 1) AS one LEFT JOIN claimed ON true`,
-    [clock(p.now), p.workerId, JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs],
+    [clock(p.now), p.workerId, JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs, p.tasks],
   );
 }
 

@@ -24,7 +24,7 @@ const faults = {
 };
 skewClock(env('CHAOS_CLOCK_SKEW_MS', 0));
 
-const TICK_TEXT = completeAndClaim({ now: null, workerId: '', results: [], limit: 0, budgetMs: 0, leaseMs: 0, leaseGraceMs: 0 }).text;
+const TICK_TEXT = completeAndClaim({ now: null, workerId: '', results: [], limit: 0, budgetMs: 0, leaseMs: 0, leaseGraceMs: 0, tasks: [] }).text;
 
 function die(where: string): never {
   process.stderr.write(`[${WORKER}] injected crash ${where}\n`);

@@ -78,7 +78,7 @@ test('a stale worker cannot write the state; a run that read an outdated state c
   expect(await skiplock.fireDueSchedules()).toBe(2); // 10:01 and 10:02, both read {n: 5}
 
   const claim = (workerId: string, results: ResultRow[], limit = 1) =>
-    db.sql.query(completeAndClaim({ now: clock.now(), workerId, results, limit, budgetMs: 60_000, leaseMs: 30_000, leaseGraceMs: 0 }));
+    db.sql.query(completeAndClaim({ now: clock.now(), workerId, results, limit, budgetMs: 60_000, leaseMs: 30_000, leaseGraceMs: 0, tasks: ['counter'] }));
   const result = (id: string, attempt: number, n: number): ResultRow => ({
     id, attempt, status: 'DONE', result: null, error: null, delay_ms: 0, release: false, state: { value: { n } },
   });

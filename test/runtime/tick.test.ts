@@ -191,17 +191,25 @@ describe('failures', () => {
     expect(await skiplock.getJob(job.id)).toMatchObject({ status: 'DEAD', attempts: 1, lastError: 'PermanentError: cannot parse invoice' });
   });
 
-  test('an unknown task or a payload that no longer validates is DEAD without running', async () => {
+  test('a payload that no longer validates is DEAD without running', async () => {
     const old = defineTask({ name: 'v1', payload: z.object({ a: z.string() }), handler: () => 'ran' });
-    const gone = defineTask({ name: 'gone', payload: z.object({}), handler: () => 'ran' });
-    const writer = createSkiplock({ sql: db.sql, tasks: [old, gone], log: quiet });
+    const writer = createSkiplock({ sql: db.sql, tasks: [old], log: quiet });
     const a = await writer.enqueue({ task: 'v1', payload: { a: 'x' } });
-    const b = await writer.enqueue({ task: 'gone', payload: {} });
     const v2 = defineTask({ name: 'v1', payload: z.object({ a: z.number() }), handler: () => 'ran' });
     const reader = createSkiplock({ sql: db.sql, tasks: [v2], log: quiet });
-    expect(await reader.tick({ untilIdle: true })).toMatchObject({ claimed: 2, dead: 2 });
+    expect(await reader.tick({ untilIdle: true })).toMatchObject({ claimed: 1, dead: 1 });
     expect((await reader.getJob(a.id))!.lastError).toMatch(/invalid payload: a:/);
-    expect((await reader.getJob(b.id))!.lastError).toMatch(/unknown task "gone"/);
+  });
+
+  test('a job of a task this deployment does not have is left for one that has it', async () => {
+    const gone = defineTask({ name: 'elsewhere', payload: z.object({}), handler: () => 'ran there' });
+    const other = defineTask({ name: 'here', payload: z.object({}), handler: () => 'ran here' });
+    const job = await createSkiplock({ sql: db.sql, tasks: [gone], log: quiet }).enqueue({ task: 'elsewhere', payload: {} });
+    const partial = createSkiplock({ sql: db.sql, tasks: [other], log: quiet });
+    expect(await partial.tick({ untilIdle: true })).toMatchObject({ claimed: 0 });
+    expect(await partial.getJob(job.id)).toMatchObject({ status: 'QUEUED', attempts: 0 });
+    const full = createSkiplock({ sql: db.sql, tasks: [gone], log: quiet });
+    expect(await full.tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 1 });
   });
 
   test('a result JSON cannot carry is DEAD with a clear error', async () => {
@@ -210,6 +218,27 @@ describe('failures', () => {
     const job = await skiplock.enqueue({ task: 'bigint', payload: {} });
     await skiplock.tick({ untilIdle: true });
     expect((await skiplock.getJob(job.id))!.lastError).toMatch(/not JSON-serializable/);
+  });
+});
+
+describe('what PostgreSQL cannot store', () => {
+  test('a result jsonb refuses is DEAD with a clear error, and the rest of its batch still lands', async () => {
+    const task = defineTask({ name: 'nul-result', payload: z.object({ bad: z.boolean() }), handler: (p) => (p.bad ? { text: 'a\u0000b', half: '\uD800' } : { ok: true }) });
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
+    const [bad, good] = await skiplock.enqueueBatch([{ task: 'nul-result', payload: { bad: true } }, { task: 'nul-result', payload: { bad: false } }]);
+    expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 2, done: 1, dead: 1 });
+    expect((await skiplock.getJob(bad!.job.id))!.lastError).toMatch(/result cannot be stored: a string must not contain .* at result\.(text|half)$/);
+    expect(await skiplock.getJob(good!.job.id)).toMatchObject({ status: 'DONE', result: { ok: true } });
+  });
+
+  test('an error message text refuses is kept readable in last_error', async () => {
+    const task = defineTask({ name: 'nul-error', payload: z.object({}), maxAttempts: 1, handler: () => {
+      throw new Error('bad byte \u0000 and \uDC00 here');
+    } });
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
+    const job = await skiplock.enqueue({ task: 'nul-error', payload: {} });
+    expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 1, dead: 1 });
+    expect((await skiplock.getJob(job.id))!.lastError).toBe('Error: bad byte \\u0000 and \\udc00 here');
   });
 });
 
