@@ -1,6 +1,7 @@
 /**
  * One tick: what every invocation (cron, alarm, HTTP request, Node timer) runs.
  *
+ *   fire due schedules (at the start, then at most every fireIntervalMs)
  *   reap expired leases (at the start, then at most every reapIntervalMs)
  *   until the deadline, or until idle when asked:
  *     write finished results + claim free slots ... one statement (completeAndClaim)
@@ -37,6 +38,8 @@ export interface TickOptions {
   leaseMs?: number;
   /** Reap expired leases at the start and at most this often (ms); 0 turns reaping off. Default 10 000. */
   reapIntervalMs?: number;
+  /** Fire due schedules at the start and at most this often (ms); 0 fires only at the start. Default 1 000. */
+  fireIntervalMs?: number;
   /** A name for this worker in locked_by; a random suffix is always added. Default "tick". */
   workerName?: string;
   /** Aborting it stops claiming; running handlers get `drainMs` to finish, then are released. */
@@ -50,7 +53,7 @@ export interface TickDeps {
   run: Omit<RunDeps, 'heartbeat' | 'abandonAfterMs'>;
   /** The clock passed into SQL: null means the database's now(). Tests pass instants in. */
   now: () => Date | null;
-  /** Work to do first in the same tick (firing due schedules); returns how many jobs it created. */
+  /** Fires due schedules, before the first claim and then every fireIntervalMs; returns how many jobs it created. */
   beforeClaim?: () => Promise<number>;
   log: (level: 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 }
@@ -66,6 +69,7 @@ export const TICK_DEFAULTS = {
   pollIntervalMs: 500,
   leaseMs: 30_000,
   reapIntervalMs: 10_000,
+  fireIntervalMs: 1_000,
   workerName: 'tick',
   drainMs: 10_000,
 } as const;
@@ -84,6 +88,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   let stopping = false;
   let deadlineReached = false;
   let lastReap = -Infinity;
+  let lastFire = -Infinity;
   let queueEmpty = false;
   let failures = 0;
 
@@ -168,10 +173,6 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   };
 
   try {
-    if (deps.beforeClaim) counts.fired += await deps.beforeClaim().catch((error: unknown) => {
-      deps.log('error', 'firing schedules failed', { error: String(error) });
-      return 0;
-    });
     for (;;) {
       const remaining = deadline - elapsed();
       if (remaining <= 0 && pending.length > 0) {
@@ -183,9 +184,18 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
         for (const run of running.values()) run.stop(stopping ? 'shutdown' : 'deadline');
       }
       const claiming = !stopping && !deadlineReached;
+      if (claiming && deps.beforeClaim && elapsed() - lastFire >= (o.fireIntervalMs || Infinity)) {
+        lastFire = elapsed();
+        const fired = await deps.beforeClaim().catch((error: unknown) => {
+          deps.log('error', 'firing schedules failed', { error: String(error) });
+          return 0;
+        });
+        counts.fired += fired;
+        if (fired > 0) queueEmpty = false;
+      }
       if (claiming && o.reapIntervalMs > 0 && elapsed() - lastReap >= o.reapIntervalMs) {
         lastReap = elapsed();
-        await reap(sql, now(), counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }));
+        if (await reap(sql, now(), counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) queueEmpty = false;
       }
       const free = claiming ? o.concurrency - running.size : 0;
       if (pending.length > 0 || (free > 0 && !queueEmpty)) {
@@ -218,9 +228,12 @@ function warnUnclaimableTasks(deps: TickDeps, usableMs: number) {
   }
 }
 
-async function reap(sql: Sql, now: Date | null, counts: TickResult) {
+/** Resolves to how many jobs it returned to the queue or to DEAD. */
+async function reap(sql: Sql, now: Date | null, counts: TickResult): Promise<number> {
   const [row] = await sql.query<{ reaped: number; dead: number }>(reapExpiredLeases({ now, limit: 1000 }));
-  counts.reaped += Number(row?.reaped ?? 0);
+  const reaped = Number(row?.reaped ?? 0);
+  counts.reaped += reaped;
+  return reaped;
 }
 
 function toResultRow(job: Job, outcome: Outcome): ResultRow {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { z } from 'zod';
 import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
+import { defineTask } from '../../src/runtime/task.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { createClock, firings, iso, MINUTE, scheduledJobs, scheduleRow, skiplockAt } from './support.ts';
 
@@ -61,4 +63,20 @@ test('a tick fires first, then runs what it fired; listSchedules shows next run,
     lastStatus: 'DONE',
   });
   expect(info!.lastJobId).toBe((await scheduledJobs(db.sql, 'ticked'))[0]!.id);
+});
+
+test('a long tick keeps firing: a per-second schedule fires as its instants come, not all at the start', async () => {
+  const t0 = performance.now();
+  const start = Date.parse('2026-01-05T10:00:00.500Z');
+  // The clock passed into SQL moves with real time here: the point is the tick's own pacing.
+  const clock = { now: () => new Date(start + (performance.now() - t0)) };
+  const everySecond = defineSchedule({ name: 'every-second', cron: '* * * * * *', task: 'noop', catchUp: 'latest' });
+  const quickNoop = defineTask({ name: 'noop', payload: z.object({}), timeoutMs: 200, handler: () => null });
+  const skiplock = skiplockAt(db.sql, clock, { schedules: [everySecond], tasks: [quickNoop] });
+  const result = await skiplock.tick({ budgetMs: 3_500, marginMs: 500, fireIntervalMs: 100, pollIntervalMs: 100 });
+  // Stored at the start (nothing due yet), then fired at about 10:00:01, :02 and :03.
+  expect(result.fired).toBeGreaterThanOrEqual(2);
+  expect(result.done).toBe(result.fired);
+  const fired = await firings(db.sql, 'every-second');
+  expect(new Set(iso(fired)).size).toBe(fired.length);
 });
