@@ -48,6 +48,9 @@ export interface ChaosReport {
   duplicateSideEffects: number;
   duplicateExecutions: number;
   staleOverwrites: number;
+  /** Per-second cron instants between the first and the last firing that fired other than once. */
+  cronInstantsNotOnce: number;
+  cronFirings: number;
   workerKills: number;
   injectedCrashes: number;
   pgRestarts: number;
@@ -122,7 +125,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (let i = 0; i < o.workers; i++) spawnWorker();
 
     const countDone = async () => {
-      const [row] = await admin.query(statement(`SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done FROM skiplock.job`));
+      const [row] = await admin.query(statement(`SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done FROM skiplock.job WHERE task = 'chaos'`));
       return Number(row!.done);
     };
 
@@ -179,16 +182,30 @@ async function verify(sql: Sql, o: ChaosOptions) {
   const [row] = await sql.query(statement(
     `SELECT
        count(*) FILTER (WHERE status = 'DONE')::int AS done,
-       count(*) FILTER (WHERE status = 'RUNNING')::int AS running,
+       (SELECT count(*)::int FROM skiplock.job WHERE status = 'RUNNING') AS running,
        count(*) FILTER (WHERE status = 'DEAD')::int AS dead,
        count(*) FILTER (WHERE status = 'DONE' AND (result->>'attempt')::int <> attempts)::int AS stale_overwrites,
        (SELECT count(*)::int FROM (SELECT job_id FROM chaos_ledger GROUP BY job_id HAVING count(*) > 1) d) AS duplicate_side_effects,
-       (SELECT count(*)::int FROM skiplock.job j WHERE NOT EXISTS (SELECT 1 FROM chaos_ledger l WHERE l.job_id = j.id)) AS missing_side_effects,
+       (SELECT count(*)::int FROM skiplock.job j WHERE j.task = 'chaos' AND NOT EXISTS (SELECT 1 FROM chaos_ledger l WHERE l.job_id = j.id)) AS missing_side_effects,
        (SELECT coalesce(sum(n - 1), 0)::int FROM (SELECT count(*) AS n FROM chaos_execution GROUP BY job_id) e) AS duplicate_executions
-     FROM skiplock.job`,
+     FROM skiplock.job WHERE task = 'chaos'`,
   ));
   const r = row!;
+  // Every second between the first and the last firing must have fired exactly once, with one job.
+  const [cron] = await sql.query(statement(
+    `SELECT count(*)::int AS firings,
+            count(DISTINCT f.scheduled_for)::int AS instants,
+            coalesce(extract(epoch FROM max(f.scheduled_for) - min(f.scheduled_for))::int + 1, 0) AS expected,
+            count(DISTINCT f.job_id)::int AS jobs,
+            (SELECT count(*)::int FROM skiplock.job j WHERE j.schedule_name = 'chaos-every-second') AS scheduled_jobs
+       FROM skiplock.cron_firing f WHERE f.schedule_name = 'chaos-every-second'`,
+  ));
+  const c = cron!;
+  const cronInstantsNotOnce =
+    Number(c.expected) - Number(c.instants) + (Number(c.firings) - Number(c.instants)) + Math.abs(Number(c.scheduled_jobs) - Number(c.jobs)) + (Number(c.firings) - Number(c.jobs));
   return {
+    cronInstantsNotOnce,
+    cronFirings: Number(c.firings),
     jobs: o.jobs,
     seed: o.seed,
     done: Number(r.done),

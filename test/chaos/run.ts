@@ -29,7 +29,7 @@ for (let run = 0; run < Number(values.runs); run++) {
     timeoutMs: 15 * 60_000,
     log: (line) => console.log(`  ${line}`),
   });
-  const ok = report.lost === 0 && report.stuckRunning === 0 && report.duplicateSideEffects === 0 && report.staleOverwrites === 0 && report.dead === 0;
+  const ok = report.lost === 0 && report.stuckRunning === 0 && report.duplicateSideEffects === 0 && report.staleOverwrites === 0 && report.dead === 0 && report.cronInstantsNotOnce === 0;
   failed ||= !ok;
   console.log(`${ok ? 'GREEN' : 'RED'} run ${run + 1} (seed ${seed})`);
   console.table(report);

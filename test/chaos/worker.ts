@@ -7,7 +7,7 @@
  *   - its JS clock is skewed (Date.now and new Date()), which must change nothing: time is the database's.
  */
 import { z } from 'zod';
-import { createSkiplock, defineTask } from '../../src/index.ts';
+import { createSkiplock, defineSchedule, defineTask } from '../../src/index.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { completeAndClaim } from '../../src/store/jobs.ts';
 import { statement, type Sql } from '../../src/store/sql.ts';
@@ -72,7 +72,11 @@ export const chaosTask = defineTask({
   },
 });
 
-const skiplock = createSkiplock({ sql, tasks: [chaosTask], log: process.env.CHAOS_DEBUG ? (level, message, fields) => console.error(level, message, fields) : () => {} });
+// Every worker fires the same per-second schedule: duplicate and overlapping cron triggers.
+const tickTask = defineTask({ name: 'chaos-cron', payload: z.object({}), timeoutMs: 1_000, maxAttempts: 1000, backoff: { baseMs: 50 }, handler: () => null });
+const schedules = [defineSchedule({ name: 'chaos-every-second', cron: '* * * * * *', task: tickTask, catchUp: 'all' })];
+
+const skiplock = createSkiplock({ sql, tasks: [chaosTask, tickTask], schedules, log: process.env.CHAOS_DEBUG ? (level, message, fields) => console.error(level, message, fields) : () => {} });
 let stopping = false;
 const controller = new AbortController();
 process.on('SIGTERM', () => {
@@ -89,6 +93,7 @@ while (!stopping) {
       pollIntervalMs: 50,
       leaseMs: 1_500,
       reapIntervalMs: 500,
+      fireIntervalMs: 200,
       workerName: WORKER,
       signal: controller.signal,
       drainMs: 500,
