@@ -15,11 +15,17 @@ const storableString = z.string().superRefine((text, ctx) => {
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
 
-// PostgreSQL has no year 0: an instant before 0001-01-01 UTC cannot be stored.
+// Instants are sent to PostgreSQL as ISO strings: those need a four-digit year in UTC (no year 0,
+// and past 9999 toISOString() writes +010000-…, which PostgreSQL cannot read).
 const FIRST_STORABLE_MS = Date.parse('0001-01-01T00:00:00Z');
-const storableInstant = z.union([z.date(), z.iso.datetime({ offset: true })]).refine((at) => new Date(at).getTime() >= FIRST_STORABLE_MS, {
-  message: 'must not be before year 1',
-});
+const LAST_STORABLE_MS = Date.parse('9999-12-31T23:59:59.999Z');
+const storableInstant = z.union([z.date(), z.iso.datetime({ offset: true })]).refine(
+  (at) => {
+    const ms = new Date(at).getTime();
+    return ms >= FIRST_STORABLE_MS && ms <= LAST_STORABLE_MS;
+  },
+  { message: 'must be between the years 1 and 9999 (UTC)' },
+);
 
 /** The options of one enqueue; the HTTP API accepts exactly this shape as JSON. */
 export const enqueueInputSchema = z.strictObject({

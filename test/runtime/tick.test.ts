@@ -387,6 +387,11 @@ describe('enqueue', () => {
     });
     await expect(skiplock.enqueue({ task: 'record', payload: { n: 1 }, delayMs: 1, runAt: new Date() })).rejects.toMatchObject({ code: 'invalid_request' });
     await expect(skiplock.enqueue({ task: 'record', payload: { n: 1 }, priority: 1e9 })).rejects.toMatchObject({ code: 'invalid_request' });
+    // Past year 9999 in UTC, a Date prints as +010000-…, which PostgreSQL cannot read.
+    await expect(skiplock.enqueue({ task: 'record', payload: { n: 1 }, runAt: '9999-12-31T23:59:59-12:00' })).rejects.toMatchObject({
+      code: 'invalid_request',
+      issues: [{ path: ['runAt'] }],
+    });
     // One bad job in a batch: nothing from the batch is written.
     await expect(
       skiplock.enqueueBatch([{ task: 'record', payload: { n: 1 } }, { task: 'record', payload: {} }]),
