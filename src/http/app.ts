@@ -14,6 +14,7 @@ import type { Skiplock } from '../runtime/skiplock.ts';
 import type { TickOptions } from '../runtime/tick.ts';
 import type { App, RouteDeps } from './app-types.ts';
 import { requireBearer } from './auth.ts';
+import { registerDashboardRoutes } from './dashboard/index.ts';
 import { onError, onNotFound } from './errors.ts';
 import { registerDocsRoutes } from './routes/docs.ts';
 import { registerHealthRoutes } from './routes/health.ts';
@@ -96,6 +97,7 @@ export function createApp(options: AppOptions): App {
   registerHealthRoutes(app, deps);
   registerMetricsRoutes(app, deps);
   registerDocsRoutes(app);
+  registerDashboardRoutes(app, deps);
   return app;
 }
 

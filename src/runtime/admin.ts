@@ -5,8 +5,9 @@
 import { SkiplockError } from '../core/errors.ts';
 import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
 import { cancelJob, jobStats, listJobs, ping, retryJob } from '../store/admin.ts';
+import { jobActivity } from '../store/dashboard.ts';
 import type { Clock } from '../store/jobs.ts';
-import { mapJob } from '../store/rows.ts';
+import { mapJob, toDate } from '../store/rows.ts';
 import type { Row, Sql } from '../store/sql.ts';
 
 export const LIST_LIMIT = { default: 50, max: 500 } as const;
@@ -49,6 +50,20 @@ export interface CancelResult {
   outcome: 'cancelled' | 'requested';
 }
 
+/** One minute of `activity()`: jobs by the minute they finished or last failed. */
+export interface ActivityMinute {
+  /** The start of the minute. */
+  minute: Date;
+  /** Jobs now DONE that finished in this minute. */
+  done: number;
+  /** Jobs now DEAD that died in this minute. */
+  dead: number;
+  /** Jobs now QUEUED for another attempt whose last failure was in this minute. */
+  retrying: number;
+}
+
+export const ACTIVITY_MINUTES = { default: 60, max: 24 * 60 } as const;
+
 export interface AdminOperations {
   /** One page of jobs, newest first; throws invalid_request for a bad cursor or limit. */
   listJobs(options?: ListJobsOptions): Promise<JobPage>;
@@ -58,6 +73,11 @@ export interface AdminOperations {
   retryJob(id: string): Promise<Job>;
   /** Job counts by status and task, and the queue's lag. */
   stats(): Promise<JobStats>;
+  /**
+   * Per minute over the last `minutes` (default 60, at most 1440), oldest first: what finished
+   * and what failed, by each job's current state (jobs deleted by retention are not counted).
+   */
+  activity(minutes?: number): Promise<ActivityMinute[]>;
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>;
 }
@@ -95,6 +115,12 @@ export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperatio
     async stats() {
       const [row] = await sql.query(jobStats({ now: now() }));
       return toStats(row);
+    },
+    async activity(minutes = ACTIVITY_MINUTES.default) {
+      if (!Number.isInteger(minutes) || minutes < 1 || minutes > ACTIVITY_MINUTES.max)
+        throw new SkiplockError('invalid_request', `minutes must be an integer from 1 to ${ACTIVITY_MINUTES.max}`, [{ path: ['minutes'], message: 'out of range' }]);
+      const rows = await sql.query(jobActivity({ now: now(), minutes }));
+      return rows.map((row) => ({ minute: toDate(row.minute), done: Number(row.done), dead: Number(row.dead), retrying: Number(row.retrying) }));
     },
     async ping() {
       await sql.query(ping());

@@ -57,7 +57,7 @@ const DAY_MS = 24 * 3600 * 1000;
 const consoleLog: Logger = (level, message, fields) => console[level](`[skiplock] ${message}`, fields ?? '');
 
 /**
- * Also: listJobs, cancelJob, retryJob, stats, ping (src/runtime/admin.ts); putSchedule,
+ * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/admin.ts); putSchedule,
  * deleteSchedule, listSchedules, fireDueSchedules (src/runtime/schedules.ts).
  */
 export interface Skiplock extends AdminOperations, ScheduleOperations {

@@ -35,7 +35,11 @@ export const sleep = defineTask({
     }),
 });
 
-/** Fails (transiently) on attempts 1..failTimes, then succeeds: shows retries with a short backoff. */
+/**
+ * Fails (transiently) on attempts 1..failTimes, then succeeds: shows retries with a short
+ * backoff (~1 s, then 2 s, 4 s, at most 5 s). 101 attempts, so any failTimes up to 100 ends in
+ * success; enqueue it with a lower `maxAttempts` to see exhausted attempts end in DEAD.
+ */
 export const flaky = defineTask({
   name: 'flaky',
   payload: z.object({ failTimes: z.number().int().min(0).max(100) }),

@@ -174,9 +174,10 @@ describe('limits and unknown routes', () => {
     expect(res.status).toBe(413);
   });
 
+  // GET / is the dashboard now (test/http/dashboard.test.ts).
   test.each([
-    ['GET', '/'],
     ['GET', '/nope'],
+    ['DELETE', '/'],
     ['GET', '/v1/nope'],
     ['DELETE', '/v1/jobs'],
     ['PUT', '/v1/jobs/1'],

@@ -1,0 +1,68 @@
+/**
+ * The dashboard's POSTs: log in, log out, retry, cancel. Each answers with a redirect (303) back
+ * to a page that shows the new state, so a reload never repeats the action.
+ */
+import type { Context, Handler } from 'hono';
+import { SkiplockError } from '../../core/errors.ts';
+import type { NoticeCode } from './notice.ts';
+import { loginBody } from './pages/login.ts';
+import { action, errorBody, localPath, respond, withQuery, type DashboardDeps } from './respond.ts';
+import { layout } from './layout.ts';
+import { comesFromThisSite } from './session.ts';
+
+export function loginForm(deps: DashboardDeps): Handler {
+  return async (c) => {
+    const next = localPath(c.req.query('next'));
+    if (await deps.sessions.current(c)) return c.redirect(next, 303);
+    return respond(c, 200, (nonce) => layout({ title: 'Sign in', nonce }, loginBody(next, false)));
+  };
+}
+
+export function login(deps: DashboardDeps): Handler {
+  return async (c) => {
+    // No session yet, so no CSRF token: the Origin check alone keeps other sites from logging a browser in.
+    if (!comesFromThisSite(c)) return respond(c, 403, (nonce) => layout({ title: 'Forbidden', nonce }, errorBody('This form must be sent from the dashboard itself.')));
+    const form = await c.req.parseBody();
+    const next = localPath(typeof form.next === 'string' ? form.next : undefined);
+    const token = typeof form.token === 'string' ? form.token : '';
+    if (!(await deps.sessions.isApiToken(token))) return respond(c, 401, (nonce) => layout({ title: 'Sign in', nonce }, loginBody(next, true)));
+    await deps.sessions.start(c);
+    return c.redirect(next, 303);
+  };
+}
+
+export function logout(deps: DashboardDeps): Handler {
+  return action(deps, async (c) => {
+    deps.sessions.end(c);
+    return c.redirect('/login', 303);
+  });
+}
+
+export function retry(deps: DashboardDeps): Handler {
+  return action(deps, (c, form) =>
+    changeJob(c, form.return_to, async (id) => {
+      await deps.skiplock.retryJob(id);
+      deps.startWork(c);
+      return 'retried';
+    }),
+  );
+}
+
+export function cancel(deps: DashboardDeps): Handler {
+  return action(deps, (c, form) =>
+    changeJob(c, form.return_to, async (id) => ((await deps.skiplock.cancelJob(id)).outcome === 'cancelled' ? 'cancelled' : 'cancel-requested')),
+  );
+}
+
+/** Runs one job action and redirects to `returnTo` (default: the job's page) with its notice. */
+async function changeJob(c: Context, returnTo: string | undefined, change: (id: string) => Promise<NoticeCode>): Promise<Response> {
+  const id = c.req.param('id') ?? '';
+  let notice: NoticeCode;
+  try {
+    notice = await change(id);
+  } catch (error) {
+    if (!(error instanceof SkiplockError) || (error.code !== 'conflict' && error.code !== 'not_found')) throw error;
+    notice = error.code === 'conflict' ? 'conflict' : 'not-found';
+  }
+  return c.redirect(withQuery(localPath(returnTo, `/jobs/${encodeURIComponent(id)}`), { notice, job: id }), 303);
+}

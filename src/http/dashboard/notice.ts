@@ -1,0 +1,29 @@
+/**
+ * The line shown after an action (post/redirect/get): the action redirects with `?notice=<code>&job=<id>`
+ * and the page turns the code into one of these fixed sentences, so no text from the URL is shown.
+ */
+import type { Context } from 'hono';
+import { html } from 'hono/html';
+import { isJobId } from '../../runtime/admin.ts';
+import type { Html } from './format.ts';
+
+export const NOTICES = {
+  retried: { error: false, text: (id: string) => html`Job <a href="/jobs/${id}">#${id}</a> was retried: it is QUEUED again, due now, with fresh attempts.` },
+  cancelled: { error: false, text: (id: string) => html`Job <a href="/jobs/${id}">#${id}</a> was cancelled.` },
+  'cancel-requested': {
+    error: false,
+    text: (id: string) => html`Job <a href="/jobs/${id}">#${id}</a> is running: it was asked to stop, and ends CANCELLED at its worker's next heartbeat.`,
+  },
+  conflict: { error: true, text: (id: string) => html`Job <a href="/jobs/${id}">#${id}</a> was not changed: its state does not allow that (any more).` },
+  'not-found': { error: true, text: (id: string) => html`There is no job #${id} (any more).` },
+} as const;
+
+export type NoticeCode = keyof typeof NOTICES;
+
+export function noticeOf(c: Context): Html | undefined {
+  const code = c.req.query('notice');
+  const id = c.req.query('job');
+  if (code === undefined || !Object.hasOwn(NOTICES, code) || id === undefined || !isJobId(id)) return undefined;
+  const notice = NOTICES[code as NoticeCode];
+  return html`<div class="notice${notice.error ? ' error' : ''}" role="status">${notice.text(id)}</div>`;
+}

@@ -1,0 +1,47 @@
+/**
+ * GET /dead: the DEAD jobs, newest first, each with its error and a Retry button. There is no
+ * Cancel here: the state machine (src/core/state.ts) lets a DEAD job go only back to QUEUED.
+ */
+import { html } from 'hono/html';
+import type { Job } from '../../../core/types.ts';
+import { formatTime, relativeTime, truncate, type Html } from '../format.ts';
+import { noticeOf } from '../notice.ts';
+import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
+import { jobActions } from './job.ts';
+import { PAGE_SIZE } from './jobs.ts';
+
+export async function deadPage(deps: DashboardDeps, { c, csrf, now }: PageRequest): Promise<PageResult> {
+  const task = c.req.query('task') || undefined;
+  const cursor = c.req.query('cursor') || undefined;
+  const [page, stats] = await Promise.all([deps.skiplock.listJobs({ status: 'DEAD', task, cursor, limit: PAGE_SIZE }), deps.skiplock.stats()]);
+  const deadTasks = Object.entries(stats.byTask).filter(([, counts]) => counts.DEAD > 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const here = `/dead${task ? `?${new URLSearchParams({ task }).toString()}` : ''}`;
+
+  const body = html`<h1>Dead letter</h1>
+<p class="subtitle">Jobs that failed permanently or ran out of attempts. Retry puts one back in the queue, due now, with fresh attempts (its last error is kept). A DEAD job cannot be cancelled; it stays here until retried or removed by retention.</p>
+<section class="card flush">
+  <div class="chips">
+    <a href="/dead"${task ? '' : html` class="active"`}>all tasks · ${stats.counts.DEAD}</a>
+    ${deadTasks.map(([name, counts]) => html`<a href="/dead?${new URLSearchParams({ task: name }).toString()}"${name === task ? html` class="active"` : ''}>${name} · ${counts.DEAD}</a>`)}
+  </div>
+  ${page.jobs.length === 0 ? html`<div class="empty">No dead jobs${task ? ' for this task' : ''}. Nothing to review.</div>` : deadTable(page.jobs, csrf, here, now)}
+  ${page.nextCursor || cursor
+    ? html`<div class="pager"><span>${page.jobs.length} shown</span><span>${cursor ? html`<a href="${here}">« Newest</a>` : ''}
+      ${page.nextCursor ? html` <a href="/dead?${new URLSearchParams({ ...(task ? { task } : {}), cursor: page.nextCursor }).toString()}" rel="next">Older »</a>` : ''}</span></div>`
+    : ''}
+</section>`;
+  return { title: 'Dead letter', section: 'dead', body, notice: noticeOf(c) };
+}
+
+function deadTable(jobs: readonly Job[], csrf: string, returnTo: string, now: number): Html {
+  return html`<table class="dead">
+<thead><tr><th>ID</th><th>Task</th><th>Died</th><th class="num">Attempts</th><th>Last error</th><th></th></tr></thead>
+<tbody>${jobs.map((job) => html`<tr class="row-bad" data-status="${job.status}">
+  <td class="mono"><a href="/jobs/${job.id}">#${job.id}</a></td>
+  <td>${job.task}</td>
+  <td title="${job.finishedAt ? formatTime(job.finishedAt) : ''}">${relativeTime(job.finishedAt, now)}</td>
+  <td class="num">${job.attempts}/${job.maxAttempts}</td>
+  <td class="error">${job.lastError ? truncate(job.lastError, 140) : html`<span class="muted">no error recorded</span>`}</td>
+  <td class="num">${jobActions(job, csrf, returnTo, true)}</td>
+</tr>`)}</tbody></table>`;
+}

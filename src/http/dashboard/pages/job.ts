@@ -1,0 +1,86 @@
+/** GET /jobs/:id: one job's payload, result, attempts, last error, timings and lease, with its actions. */
+import { html } from 'hono/html';
+import { SkiplockError } from '../../../core/errors.ts';
+import type { Job } from '../../../core/types.ts';
+import { formatDuration, formatTime, jsonBlock, relativeTime, statusBadge, type Html } from '../format.ts';
+import { noticeOf } from '../notice.ts';
+import { isRetrying } from './jobs.ts';
+import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
+
+export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest): Promise<PageResult> {
+  const id = c.req.param('id') ?? '';
+  const job = await deps.skiplock.getJob(id);
+  if (!job) throw new SkiplockError('not_found', `There is no job ${JSON.stringify(id)}.`);
+
+  const body = html`<div class="title-row">
+  <h1>Job #${job.id}</h1>
+  ${statusBadge(job.status, job.cancelRequested ? 'cancel requested' : undefined)}
+  <div class="actions">${jobActions(job, csrf, `/jobs/${job.id}`)}</div>
+</div>
+<p class="subtitle">Task <a href="/jobs?${new URLSearchParams({ task: job.task }).toString()}">${job.task}</a>${
+    job.scheduleName ? html` · fired by schedule <a href="/schedules">${job.scheduleName}</a>${job.scheduledFor ? ` for ${formatTime(job.scheduledFor)}` : ''}` : ''
+  }</p>
+${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code error">${job.lastError}</pre></section>` : ''}
+<div class="grid2">
+  <section class="card"><h2>Run</h2><dl class="facts">
+    <dt>Status</dt><dd>${statusBadge(job.status)}</dd>
+    <dt>Attempts</dt><dd>${job.attempts} of ${job.maxAttempts}${attemptsNote(job)}</dd>
+    <dt>Priority</dt><dd>${job.priority}</dd>
+    <dt>Timeout</dt><dd>${formatDuration(job.timeoutMs)}</dd>
+    <dt>Idempotency key</dt><dd>${job.idempotencyKey ?? html`<span class="muted">—</span>`}</dd>
+    ${lease(job, now)}
+  </dl></section>
+  <section class="card"><h2>Timings</h2><dl class="facts">
+    <dt>Created</dt><dd>${timeFact(job.createdAt, now)}</dd>
+    <dt>Run at</dt><dd>${timeFact(job.runAt, now)}</dd>
+    <dt>Updated</dt><dd>${timeFact(job.updatedAt, now)}</dd>
+    <dt>Finished</dt><dd>${job.finishedAt ? timeFact(job.finishedAt, now) : html`<span class="muted">—</span>`}</dd>
+    ${job.finishedAt ? html`<dt>Created → finished</dt><dd>${formatDuration(job.finishedAt.getTime() - job.createdAt.getTime())} <span class="muted">(waiting and every attempt)</span></dd>` : ''}
+  </dl></section>
+</div>
+<div class="grid2">
+  <section class="card"><h2>Payload</h2>${jsonBlock(job.payload)}</section>
+  <section class="card"><h2>Result</h2>${job.status === 'DONE' ? jsonBlock(job.result) : html`<p class="muted">Only a DONE job has a result.</p>`}</section>
+</div>`;
+  return { title: `Job #${job.id}`, section: job.status === 'DEAD' ? 'dead' : 'jobs', body, notice: noticeOf(c) };
+}
+
+function attemptsNote(job: Job): Html | string {
+  if (job.status === 'DEAD') return html` <span class="muted">· ${job.attempts >= job.maxAttempts ? 'ran out of attempts' : 'failed permanently'}</span>`;
+  if (isRetrying(job)) return html` <span class="muted">· waiting to retry</span>`;
+  return '';
+}
+
+function timeFact(date: Date, now: number): Html {
+  return html`${formatTime(date)} <span class="muted">(${relativeTime(date, now)})</span>`;
+}
+
+/** The lease rows of the Run facts: who holds the job and until when (RUNNING only). */
+function lease(job: Job, now: number): Html {
+  if (job.status !== 'RUNNING' || !job.lockedUntil) return html`<dt>Lease</dt><dd class="muted">none (only a RUNNING job holds one)</dd>`;
+  const expired = job.lockedUntil.getTime() < now;
+  return html`<dt>Lease held by</dt><dd class="mono">${job.lockedBy}</dd>
+  <dt>Lease until</dt><dd>${timeFact(job.lockedUntil, now)} ${expired ? html`<span class="badge tone-warn">expired: the reaper returns it</span>` : ''}</dd>
+  <dt>Cancel requested</dt><dd>${job.cancelRequested ? 'yes: it stops at the next heartbeat' : 'no'}</dd>`;
+}
+
+/**
+ * The buttons the state machine allows (src/core/state.ts): Retry for DEAD or CANCELLED, Cancel
+ * for QUEUED, and for RUNNING a request to stop. DONE has none.
+ */
+export function jobActions(job: Job, csrf: string, returnTo: string, inRow = false): Html {
+  const button = (action: 'retry' | 'cancel', label: string, className: string) => html`<form class="inline" method="post" action="/jobs/${job.id}/${action}">
+  <input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="return_to" value="${returnTo}">
+  <button type="submit" class="${className}">${label}</button></form>`;
+  switch (job.status) {
+    case 'DEAD':
+    case 'CANCELLED':
+      return button('retry', 'Retry', inRow ? '' : 'primary');
+    case 'QUEUED':
+      return button('cancel', 'Cancel', 'danger');
+    case 'RUNNING':
+      return job.cancelRequested ? html`` : button('cancel', 'Request cancel', 'danger');
+    case 'DONE':
+      return html``;
+  }
+}

@@ -1,0 +1,82 @@
+/** GET /: counts by status and task, the queue's lag, the last hour as a chart, and what needs attention. */
+import { html } from 'hono/html';
+import { JOB_STATUSES, type JobStatus } from '../../../core/types.ts';
+import type { JobStats } from '../../../runtime/admin.ts';
+import type { ScheduleInfo } from '../../../runtime/schedules.ts';
+import { queueLagTone, scheduleHealth, type Tone } from '../attention.ts';
+import { activityChart } from '../chart.ts';
+import { formatDuration, plural, type Html } from '../format.ts';
+import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
+
+export async function overviewPage(deps: DashboardDeps, { now }: PageRequest): Promise<PageResult> {
+  const { skiplock } = deps;
+  const [stats, activity, schedules] = await Promise.all([skiplock.stats(), skiplock.activity(60), skiplock.listSchedules()]);
+  const body = html`<h1>Overview</h1>
+<p class="subtitle">${plural(total(stats.counts), 'job')} in the table · ${plural(schedules.length, 'schedule')}</p>
+${alerts(stats, schedules, now)}
+${statCards(stats)}
+<section class="card"><h2>Finished and failed, last 60 minutes</h2>${activityChart(activity)}</section>
+${taskTable(stats)}`;
+  return { title: 'Overview', section: 'overview', body };
+}
+
+function total(counts: Record<JobStatus, number>): number {
+  return JOB_STATUSES.reduce((sum, status) => sum + counts[status], 0);
+}
+
+/** The banner: one line per problem, or a single green line when there is none. */
+function alerts(stats: JobStats, schedules: readonly ScheduleInfo[], now: number): Html {
+  const items: { tone: Tone; title: string; href: string; text: string }[] = [];
+  if (stats.counts.DEAD > 0)
+    items.push({ tone: 'bad', title: plural(stats.counts.DEAD, 'dead job'), href: '/dead', text: 'failed for good and wait for a person to review and retry them.' });
+  const lagTone = queueLagTone(stats.oldestQueuedAgeMs);
+  if (lagTone !== 'ok')
+    items.push({
+      tone: lagTone,
+      title: 'Queue is falling behind',
+      href: '/jobs?status=QUEUED',
+      text: `the oldest due job has waited ${formatDuration(stats.oldestQueuedAgeMs)}: are ticks running, and is its task deployed?`,
+    });
+  for (const schedule of schedules) {
+    const health = scheduleHealth(schedule, now);
+    if (health.reason) items.push({ tone: health.tone, title: `Schedule ${schedule.name}`, href: '/schedules', text: health.reason });
+  }
+  if (items.length === 0) return html`<ul class="alerts"><li class="ok"><strong>All clear</strong> no dead jobs, the queue keeps up, and every schedule fires on time.</li></ul>`;
+  return html`<ul class="alerts">${items.map((item) => html`<li class="${item.tone}"><a href="${item.href}"><strong>${item.title}</strong></a> <span>${item.text}</span></li>`)}</ul>`;
+}
+
+function statCards(stats: JobStats): Html {
+  const card = (status: JobStatus, hint: string) => {
+    const alert = status === 'DEAD' && stats.counts.DEAD > 0 ? ' alert-bad' : '';
+    const href = status === 'DEAD' ? '/dead' : `/jobs?status=${status}`;
+    return html`<a class="stat ${status.toLowerCase()}${alert}" href="${href}">
+  <div class="label">${status.toLowerCase()}</div><div class="value">${stats.counts[status].toLocaleString('en-US')}</div><div class="hint">${hint}</div></a>`;
+  };
+  const lag = queueLagTone(stats.oldestQueuedAgeMs);
+  return html`<div class="stats">
+  ${card('QUEUED', 'waiting or scheduled')}
+  ${card('RUNNING', 'holding a lease')}
+  ${card('DONE', 'kept until retention')}
+  ${card('DEAD', stats.counts.DEAD > 0 ? 'needs review' : 'none: good')}
+  ${card('CANCELLED', 'by a person')}
+  <a class="stat lag alert-${lag}" href="/jobs?status=QUEUED">
+    <div class="label">oldest queued</div>
+    <div class="value">${stats.oldestQueuedAgeMs === 0 ? '0 s' : formatDuration(stats.oldestQueuedAgeMs)}</div>
+    <div class="hint">${lag === 'ok' ? 'keeping up' : lag === 'warn' ? 'falling behind' : 'stuck?'}</div></a>
+</div>`;
+}
+
+function taskTable(stats: JobStats): Html {
+  const tasks = Object.entries(stats.byTask).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const cell = (task: string, status: JobStatus, n: number) => {
+    if (n === 0) return html`<td class="num zero">0</td>`;
+    const link = html`<a href="/jobs?${new URLSearchParams({ status, task }).toString()}">${n.toLocaleString('en-US')}</a>`;
+    return html`<td class="num">${status === 'DEAD' ? html`<span class="badge status-dead">${link}</span>` : link}</td>`;
+  };
+  return html`<section class="card flush"><h2>By task</h2>
+${tasks.length === 0
+    ? html`<div class="empty">No jobs yet.</div>`
+    : html`<table><thead><tr><th>Task</th>${JOB_STATUSES.map((s) => html`<th class="num">${s.toLowerCase()}</th>`)}<th class="num">total</th></tr></thead>
+<tbody>${tasks.map(([task, counts]) => html`<tr class="${counts.DEAD > 0 ? 'row-bad' : ''}"><td><a href="/jobs?${new URLSearchParams({ task }).toString()}">${task}</a></td>${JOB_STATUSES.map((s) => cell(task, s, counts[s]))}<td class="num">${total(counts).toLocaleString('en-US')}</td></tr>`)}</tbody></table>`}
+</section>`;
+}

@@ -1,0 +1,91 @@
+/**
+ * What the Worker and its Durable Object share: the environment they read, and one skiplock +
+ * app per isolate, built on first use and cached by env (a deploy or a secret change gives a new
+ * isolate, so a new env).
+ *
+ * Budgets, and the Cloudflare limits they respect (see docs/readme/platforms.md):
+ * - cron invocation (`scheduled`): wall time up to 15 min; CPU 30 s by default on Workers Paid
+ *   (a ticking loop mostly waits on I/O). Each minute's tick runs TICK_BUDGET_MS = 70 s: a tick
+ *   stops claiming a job once its timeout no longer fits, so the next minute's invocation has to
+ *   start before this one stops claiming jobs of the default 10 s timeout, or such jobs that
+ *   become due in a minute's last seconds would wait for the next minute. The 10 s overlap is
+ *   harmless: ticks claim with SKIP LOCKED and write fenced results.
+ * - HTTP request: `waitUntil` work may run 30 s after the response. The tick after an enqueue,
+ *   and GET/POST /v1/tick, run HTTP_TICK_BUDGET_MS = 25 s.
+ * - Durable Object alarm: wall time up to 15 min; one alarm ticks ALARM_TICK_BUDGET_MS = 25 s at most.
+ * - Subrequests (each Neon HTTP query is one): 10 000 per invocation on Workers Paid, 50 on Free.
+ */
+import { createApp } from '../../http/app.ts';
+import type { App } from '../../http/app-types.ts';
+import { createSkiplock, type Skiplock } from '../../runtime/skiplock.ts';
+import type { TickOptions } from '../../runtime/tick.ts';
+import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
+import { exampleSchedules, exampleTasks } from '../../tasks/examples.ts';
+import { intFromEnv, tickOptionsFromEnv, type TickEnv } from '../env-options.ts';
+import type { DurableObjectNamespace } from './runtime-types.ts';
+
+export interface Env extends TickEnv {
+  /** Secret (`wrangler secret put DATABASE_URL`): the Neon connection string. */
+  DATABASE_URL: string;
+  /** Secret: bearer token of /v1/* and /metrics. */
+  API_TOKEN: string;
+  /** Secret, optional: also accepted on /v1/tick. */
+  CRON_SECRET?: string;
+  /** Budget of the tick after an HTTP enqueue and of /v1/tick, in ms. Default 25 000 (waitUntil's 30 s). */
+  HTTP_TICK_BUDGET_MS?: string | number;
+  /** Budget of one Durable Object alarm's tick, in ms. Default 25 000. */
+  ALARM_TICK_BUDGET_MS?: string | number;
+  /** "alarm" hands ticking to the SkiplockTicker Durable Object (needs the binding). Default "cron". */
+  TICKER?: string;
+  /** The SkiplockTicker Durable Object namespace (wrangler.toml `[[durable_objects.bindings]]`). */
+  SKIPLOCK_TICKER?: DurableObjectNamespace;
+  /** Local development only: Neon's HTTP endpoint, pointed at the local Neon proxy by `npm start`. */
+  NEON_FETCH_ENDPOINT?: string;
+}
+
+export interface Deployment {
+  skiplock: Skiplock;
+  app: App;
+  /** The minute cron's tick. */
+  cronTick: TickOptions;
+  /** One alarm's tick (Durable Object mode). */
+  alarmTick: TickOptions;
+  /** Whether the Durable Object drives ticks (TICKER = "alarm" and the binding exists). */
+  alarmMode: boolean;
+}
+
+const deployments = new WeakMap<Env, Deployment>();
+
+export function deploymentFor(env: Env): Deployment {
+  let deployment = deployments.get(env);
+  if (!deployment) deployments.set(env, (deployment = createDeployment(env)));
+  return deployment;
+}
+
+function createDeployment(env: Env): Deployment {
+  if (!env.DATABASE_URL) throw new Error('DATABASE_URL is not set (wrangler secret put DATABASE_URL)');
+  const alarmMode = env.TICKER === 'alarm' && env.SKIPLOCK_TICKER !== undefined;
+  const cronTick = tickOptionsFromEnv(env, { budgetMs: 70_000, pollIntervalMs: 1_000 });
+  const httpTick = { ...cronTick, budgetMs: intFromEnv(env.HTTP_TICK_BUDGET_MS, 25_000, 'HTTP_TICK_BUDGET_MS') };
+  const alarmTick = { ...cronTick, budgetMs: intFromEnv(env.ALARM_TICK_BUDGET_MS, 25_000, 'ALARM_TICK_BUDGET_MS'), untilIdle: true };
+  const sql = createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
+  const skiplock = createSkiplock({ sql, tasks: exampleTasks, schedules: exampleSchedules });
+  const app = createApp({
+    skiplock,
+    apiToken: env.API_TOKEN,
+    cronSecret: env.CRON_SECRET,
+    tick: httpTick,
+    // The new job starts now; in alarm mode the Durable Object is also woken to follow up (retries, delays).
+    runInBackground: (work, c) => c.executionCtx.waitUntil(alarmMode ? Promise.all([work, wakeTicker(env).catch(logWakeFailure)]) : work),
+  });
+  return { skiplock, app, cronTick, alarmTick, alarmMode };
+}
+
+const logWakeFailure = (error: unknown) => console.error('[skiplock] waking the ticker failed', error);
+
+/** Asks the one SkiplockTicker instance to tick now if it is asleep. */
+export async function wakeTicker(env: Env): Promise<void> {
+  const ticker = env.SKIPLOCK_TICKER!;
+  const response = await ticker.get(ticker.idFromName('skiplock')).fetch('https://ticker/wake', { method: 'POST' });
+  if (!response.ok) throw new Error(`waking the ticker failed: HTTP ${response.status}`);
+}

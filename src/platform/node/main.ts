@@ -1,0 +1,36 @@
+/**
+ * Self-hosting on Node: `DATABASE_URL=postgres://… API_TOKEN=… node --experimental-strip-types
+ * src/platform/node/main.ts`. Migrates, then serves the API and ticks every second until SIGINT or
+ * SIGTERM (graceful: running jobs get DRAIN_MS to finish, the rest go back to the queue).
+ * Runs the bundled example tasks; for your own, call startNodeRunner with your tasks.
+ */
+import { createSkiplock } from '../../runtime/skiplock.ts';
+import { createPgDriver } from '../../store/drivers/pg.ts';
+import { loadMigrations } from '../../store/migrations-fs.ts';
+import { exampleSchedules, exampleTasks } from '../../tasks/examples.ts';
+import { intFromEnv } from '../env-options.ts';
+import { startNodeRunner } from './runner.ts';
+import { onShutdownSignal } from './signals.ts';
+
+const env = process.env;
+if (!env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
+if (!env.API_TOKEN) throw new Error('API_TOKEN is not set');
+
+const sql = createPgDriver(env.DATABASE_URL);
+const skiplock = createSkiplock({ sql, tasks: exampleTasks, schedules: exampleSchedules });
+await skiplock.migrate(await loadMigrations());
+const runner = await startNodeRunner({
+  skiplock,
+  apiToken: env.API_TOKEN,
+  cronSecret: env.CRON_SECRET,
+  port: intFromEnv(env.PORT, 8787, 'PORT'),
+  hostname: env.HOST ?? '0.0.0.0',
+  tick: { concurrency: intFromEnv(env.TICK_CONCURRENCY, 10, 'TICK_CONCURRENCY') },
+  drainMs: intFromEnv(env.DRAIN_MS, 10_000, 'DRAIN_MS'),
+});
+console.log(`[skiplock] listening on ${runner.url}`);
+onShutdownSignal(async (signal) => {
+  console.log(`[skiplock] ${signal}: draining`);
+  await runner.stop();
+  await sql.close();
+});

@@ -1,0 +1,25 @@
+/**
+ * One wake-up of a self-scheduling ticker (the Cloudflare Durable Object's alarm): tick until
+ * idle, then say when to wake up next — in a second while there is work, at the next due job or
+ * lease expiry when that is later, never when the queue is empty (an enqueue wakes it again).
+ */
+import type { TickResult } from '../core/types.ts';
+import { msUntilNextWork } from '../store/wakeup.ts';
+import type { Skiplock } from './skiplock.ts';
+import type { TickOptions } from './tick.ts';
+
+export interface AlarmTickResult {
+  result: TickResult;
+  /** Milliseconds until the next wake-up, or null to sleep until woken. */
+  nextInMs: number | null;
+}
+
+/** The shortest gap between two alarms: a busy queue is ticked every second. */
+export const ALARM_INTERVAL_MS = 1_000;
+
+export async function tickAndPlanNext(skiplock: Skiplock, options: TickOptions): Promise<AlarmTickResult> {
+  const result = await skiplock.tick({ ...options, untilIdle: true });
+  const [row] = await skiplock.sql.query<{ ms: string | number | null }>(msUntilNextWork({ now: null }));
+  const ms = row?.ms === null || row?.ms === undefined ? null : Number(row.ms);
+  return { result, nextInMs: ms === null ? null : Math.max(ALARM_INTERVAL_MS, ms) };
+}
