@@ -287,6 +287,15 @@ describe('deadlines and timeouts', () => {
     expect(await skiplock.tick({ budgetMs: 25_000, untilIdle: true })).toMatchObject({ claimed: 1, done: 1 });
   });
 
+  test('a task whose timeout can never fit in the budget is named in a warning, once', async () => {
+    const warnings: string[] = [];
+    const task = defineTask({ name: 'too-long-for-this-tick', payload: z.object({}), timeoutMs: 9_500, handler: () => 'ok' });
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: (_level, message) => warnings.push(message) });
+    await skiplock.tick({ budgetMs: 10_000, untilIdle: true });
+    await skiplock.tick({ budgetMs: 10_000, untilIdle: true });
+    expect(warnings.filter((w) => w.includes('too-long-for-this-tick') && w.includes('not claimed'))).toHaveLength(1);
+  });
+
   test('shutdown: stop claiming, let running jobs drain, release those that stop, retry those that ignore it', async () => {
     const started: string[] = [];
     const cooperative = defineTask({ name: 'cooperative', payload: z.object({}), timeoutMs: 20_000, handler: (_p, ctx) =>
