@@ -92,12 +92,19 @@ export interface CompleteAndClaimParams {
 /**
  * The tick's steady-state statement: writes the previous batch's results and claims the next
  * batch in one round trip. The two UPDATEs touch disjoint rows (RUNNING vs QUEUED).
- * Returns one row per claimed job, or a single row with null job columns when none was claimed;
- * every row carries `written`, the ids whose result landed (the rest were stale).
+ * Returns one row per claimed job (`written` null) and one more row, job columns null, whose
+ * `written` lists the ids whose result landed (the rest were stale). Sent once: repeated on every
+ * claimed row it cost more than the claim (100 copies of a 100-id array per round trip).
+ *
+ * Its plan must hold whatever the statistics say, since a queue's are stale by nature (a burst of
+ * enqueues, before autovacuum's next ANALYZE): the candidates come from claimable_jobs (migration
+ * 003: the ordered index scan, never a sort of every QUEUED row), the results are parsed once
+ * (MATERIALIZED), and both UPDATEs find their rows by primary key (`id = ANY(ARRAY(...))`) rather
+ * than by a join the planner may turn into a scan of every RUNNING row or of the whole table.
  */
 export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   return statement(
-    `WITH results AS (
+    `WITH results AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb)
          AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb)
      ),
@@ -111,7 +118,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
          finished_at = CASE WHEN r.status = 'QUEUED' THEN NULL ELSE ${NOW} END,
          locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
        FROM results r
-       WHERE j.id = r.id AND j.status = 'RUNNING' AND j.locked_by = $2 AND j.attempts = r.attempt
+       WHERE j.id = ANY (ARRAY(SELECT id FROM results)) AND j.id = r.id
+         AND j.status = 'RUNNING' AND j.locked_by = $2 AND j.attempts = r.attempt
        RETURNING j.id, j.schedule_name, j.schedule_state
      ),
      -- A schedule's recurring state, only with a result that was written (so fenced like it), and
@@ -123,22 +131,19 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
          AND s.state IS NOT DISTINCT FROM w.schedule_state
      ),
      next AS MATERIALIZED (
-       SELECT id FROM skiplock.job
-        WHERE status = 'QUEUED' AND run_at <= ${NOW} AND timeout_ms <= $5 AND attempts < max_attempts
-          AND task = ANY($8::text[])
-        ORDER BY priority DESC, run_at, id
-        LIMIT $4
-        FOR UPDATE SKIP LOCKED
+       -- migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say
+       SELECT id FROM skiplock.claimable_jobs($4, ${NOW}, $5, $8::text[]) AS id
      ),
      claimed AS (
        UPDATE skiplock.job j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
          locked_until = ${NOW} + least(j.timeout_ms + $7, $6) ${MS}, updated_at = ${NOW}
-       FROM next WHERE j.id = next.id
+       WHERE j.id = ANY (ARRAY(SELECT id FROM next))
        RETURNING j.*
      )
-     SELECT (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) FROM written) AS written, claimed.*
-       FROM (SELECT 1) AS one LEFT JOIN claimed ON true`,
+     SELECT w.written, claimed.*
+       FROM (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) AS written FROM written) AS w
+       FULL JOIN claimed ON false`,
     [clock(p.now), p.workerId, JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs, p.tasks],
   );
 }

@@ -1,0 +1,203 @@
+/**
+ * `npm run bench`: skiplock beside pg-boss, graphile-worker and the raw-SQL floor, on one
+ * embedded PostgreSQL, in one run. Each measurement runs in a child process of its own
+ * (child.ts) against a fresh database. Throughput configurations are interleaved in rounds and
+ * the median of the rounds is reported, so that background load on the machine weighs on every
+ * system alike. Each database is VACUUM ANALYZEd after its jobs are enqueued (steady state, as
+ * after autovacuum), except one skiplock run on a just-filled table with no statistics yet. Writes test/bench/results/latest.{md,json} and throughput.svg.
+ *
+ *   BENCH_QUICK=1 npm run bench     a smaller run (fewer jobs and rounds, 100k history) to try changes
+ *   BENCH_ONLY=throughput,neon      only these parts (throughput, neon, latency, claims, memory);
+ *                                   prints the tables instead of writing results/
+ */
+import { cpus, loadavg, totalmem } from 'node:os';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { runInChild } from './child.ts';
+import type { ClaimStepResult } from './claim-latency.ts';
+import type { LatencyResult, ThroughputResult } from './harness.ts';
+import { writeResults, type BenchResults, type ThroughputSummary } from './report.ts';
+import { startBenchServer, type BenchServer } from './server.ts';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const JOBS = QUICK ? 5_000 : 20_000;
+const CONCURRENCY = 100;
+const ROUNDS = Number(process.env.BENCH_ROUNDS) || (QUICK ? 1 : 3);
+const HISTORY = QUICK ? [0, 100_000] : [0, 100_000, 1_000_000];
+const BACKLOG = QUICK ? 100_000 : 1_000_000;
+const MEMORY_BACKLOG = QUICK ? 20_000 : 100_000;
+const LATENCY = { rate: 100, samples: QUICK ? 200 : 500 };
+const ONLY = process.env.BENCH_ONLY?.split(',').map((p) => p.trim()).filter(Boolean);
+/** Runs a part unless BENCH_ONLY leaves it out. */
+const part = <T,>(name: string, run: () => Promise<T>, skipped: T): Promise<T> => (!ONLY || ONLY.includes(name) ? run() : Promise.resolve(skipped));
+
+type Server = Pick<BenchServer, 'adminUrl' | 'postmasterPid'>;
+type Configured = { key: string; kind: 'skiplock' | 'empty'; run: (url: string, server: Server) => Promise<ThroughputResult> };
+
+const base = (url: string, s: Server) => ({ url, adminUrl: s.adminUrl, postmasterPid: s.postmasterPid, jobs: JOBS, concurrency: CONCURRENCY });
+
+/** Every throughput configuration, each with the same total concurrency. */
+const THROUGHPUT: Configured[] = [
+  { key: 'raw', kind: 'skiplock', run: (u, a) => runInChild('rawSqlThroughput', base(u, a)) },
+  { key: 'skiplock-1', kind: 'skiplock', run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a), ticks: 1 }) },
+  { key: 'skiplock-2', kind: 'skiplock', run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a), ticks: 2 }) },
+  { key: 'skiplock-fresh', kind: 'skiplock', run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a), ticks: 1, tableStats: 'fresh' }) },
+  { key: 'pg-boss-1', kind: 'empty', run: (u, a) => runInChild('pgBossThroughput', { ...base(u, a), localConcurrency: 1 }) },
+  { key: 'pg-boss-2', kind: 'empty', run: (u, a) => runInChild('pgBossThroughput', { ...base(u, a), localConcurrency: 2 }) },
+  { key: 'pg-boss-4', kind: 'empty', run: (u, a) => runInChild('pgBossThroughput', { ...base(u, a), localConcurrency: 4 }) },
+  { key: 'graphile-101', kind: 'empty', run: (u, a) => runInChild('graphileThroughput', { ...base(u, a), localQueueSize: CONCURRENCY + 1 }) },
+  { key: 'graphile-500', kind: 'empty', run: (u, a) => runInChild('graphileThroughput', { ...base(u, a), localQueueSize: 500 }) },
+];
+
+let databases = 0;
+const newDatabase = (server: BenchServer, kind: 'skiplock' | 'empty') => server.createDatabase(`bench_${kind}_${++databases}`, kind);
+
+function log(message: string) {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+function median(values: readonly number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+function summarize(key: string, runs: ThroughputResult[]): ThroughputSummary {
+  const sorted = [...runs].sort((a, b) => a.jobsPerSec - b.jobsPerSec);
+  const mid = sorted[Math.floor((sorted.length - 1) / 2)]!;
+  for (const r of runs) if (r.completed !== r.jobs || r.handled !== r.jobs) throw new Error(`${key}: ${r.completed}/${r.handled} of ${r.jobs} jobs`);
+  const med = (pick: (r: ThroughputResult) => number | undefined) => {
+    const values = runs.map(pick).filter((v): v is number => v !== undefined);
+    return values.length ? Math.round(median(values) * 10) / 10 : undefined;
+  };
+  return {
+    key,
+    ...mid,
+    jobsPerSec: Math.round(median(runs.map((r) => r.jobsPerSec))),
+    clientCpuMsPerKJob: med((r) => r.clientCpuMsPerKJob),
+    serverCpuMsPerKJob: med((r) => r.serverCpuMsPerKJob),
+    serverStatementMsPerKJob: med((r) => r.serverStatementMsPerKJob),
+    rounds: runs.map((r) => r.jobsPerSec),
+  };
+}
+
+async function throughput(server: BenchServer): Promise<ThroughputSummary[]> {
+  const runs = new Map<string, ThroughputResult[]>(THROUGHPUT.map((c) => [c.key, []]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    // A different order each round, so that no configuration always runs first or last.
+    const order = THROUGHPUT.map((c, i) => THROUGHPUT[(i + round - 1) % THROUGHPUT.length]!);
+    for (const c of order) {
+      const r = await c.run(await newDatabase(server, c.kind), server);
+      runs.get(c.key)!.push(r);
+      log(`throughput round ${round}: ${c.key} ${r.jobsPerSec} jobs/s, ${r.roundTripsPerJob} round trips/job`);
+    }
+  }
+  return THROUGHPUT.map((c) => summarize(c.key, runs.get(c.key)!));
+}
+
+async function neonHttp(server: BenchServer): Promise<{ summary?: ThroughputSummary; note?: string }> {
+  const proxyFile = fileURLToPath(new URL('../../src/dev/neon-proxy.ts', import.meta.url));
+  if (!existsSync(proxyFile)) return { note: 'src/dev/neon-proxy.ts is not there yet: no Neon HTTP figure' };
+  const { startNeonProxy } = (await import(proxyFile)) as typeof import('../../src/dev/neon-proxy.ts');
+  const proxy = await startNeonProxy();
+  try {
+    const runs: ThroughputResult[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const url = await newDatabase(server, 'skiplock');
+      const r = await runInChild('skiplockThroughput', { ...base(url, server), ticks: 1, driver: 'neon-http', fetchEndpoint: proxy.fetchEndpoint });
+      runs.push(r);
+      log(`neon http round ${round}: ${r.jobsPerSec} jobs/s`);
+    }
+    return { summary: summarize('skiplock-neon-http', runs) };
+  } finally {
+    await proxy.close();
+  }
+}
+
+async function latency(server: BenchServer): Promise<LatencyResult[]> {
+  const out: LatencyResult[] = [];
+  const skiplock = (mode: 'poll' | 'enqueue-and-tick', pollIntervalMs?: number) => async () =>
+    runInChild('skiplockLatency', { url: await newDatabase(server, 'skiplock'), ...LATENCY, mode, pollIntervalMs });
+  const runs: [string, () => Promise<LatencyResult>][] = [
+    ['skiplock poll 500 ms', skiplock('poll', 500)],
+    ['skiplock poll 50 ms', skiplock('poll', 50)],
+    ['skiplock enqueue+tick', skiplock('enqueue-and-tick')],
+    ['pg-boss', async () => runInChild('pgBossLatency', { url: await newDatabase(server, 'empty'), ...LATENCY, concurrency: CONCURRENCY })],
+    ['graphile-worker', async () => runInChild('graphileLatency', { url: await newDatabase(server, 'empty'), ...LATENCY, concurrency: CONCURRENCY })],
+  ];
+  for (const [name, run] of runs) {
+    const r = await run();
+    out.push(r);
+    log(`latency ${name}: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`);
+  }
+  return out;
+}
+
+async function claims(server: BenchServer): Promise<ClaimStepResult[]> {
+  const history = await runInChild('claimLatency', {
+    url: await newDatabase(server, 'skiplock'),
+    steps: HISTORY.map((doneRows) => ({ label: `${doneRows.toLocaleString('en')} DONE rows`, doneRows, queuedRows: 25_000 })),
+  });
+  const backlog = await runInChild('claimLatency', {
+    url: await newDatabase(server, 'skiplock'),
+    steps: [{ label: `${BACKLOG.toLocaleString('en')} QUEUED backlog`, doneRows: 0, queuedRows: BACKLOG }],
+  });
+  // The same backlog arriving as a burst into a table last analyzed before it (autovacuum has not run yet).
+  const burst = await runInChild('claimLatency', {
+    url: await newDatabase(server, 'skiplock'),
+    steps: [{ label: `${BACKLOG.toLocaleString('en')} QUEUED burst, stale statistics`, doneRows: 10_000, queuedRows: BACKLOG, stats: 'stale', iterations: 10 }],
+  });
+  const all = [...history, ...backlog, ...burst];
+  for (const s of all) log(`claim latency, ${s.label}: p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms`);
+  return all;
+}
+
+async function memory(server: BenchServer) {
+  const m = await runInChild('skiplockTickMemory', { url: await newDatabase(server, 'skiplock'), backlog: MEMORY_BACKLOG, concurrency: CONCURRENCY });
+  log(`tick memory with ${MEMORY_BACKLOG} backlog: peak RSS ${m.peakRssMb} MB, peak heap ${m.peakHeapMb} MB`);
+  return m;
+}
+
+async function main() {
+  const started = performance.now();
+  const load = [loadavg()[0]!];
+  log(`starting PostgreSQL (${QUICK ? 'quick run' : 'full run'})`);
+  const server = await startBenchServer();
+  try {
+    const results: BenchResults = {
+      date: new Date().toISOString(),
+      quick: QUICK,
+      machine: {
+        cpus: cpus().length,
+        cpuModel: cpus()[0]?.model ?? '?',
+        memoryGb: Math.round(totalmem() / 2 ** 30),
+        node: process.version,
+        postgres: server.version,
+        loadAverage: [],
+      },
+      params: { jobs: JOBS, concurrency: CONCURRENCY, rounds: ROUNDS, latency: LATENCY, memoryBacklog: MEMORY_BACKLOG },
+      roundTripCounting: server.statStatements
+        ? 'client: every query() on a pg.Client of the database under test; server: pg_stat_statements calls for that database'
+        : 'client: every query() on a pg.Client of the database under test (pg_stat_statements not available)',
+      throughput: await part('throughput', () => throughput(server), []),
+      neonHttp: await part('neon', () => neonHttp(server), { note: 'not run' }),
+      latency: await part('latency', () => latency(server), []),
+      claimLatency: await part('claims', () => claims(server), []),
+      memory: await part('memory', () => memory(server), undefined),
+      seconds: 0,
+    };
+    load.push(loadavg()[0]!);
+    results.machine.loadAverage = load.map((l) => Math.round(l * 100) / 100);
+    results.seconds = Math.round((performance.now() - started) / 1000);
+    if (ONLY) {
+      process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+      log(`done in ${results.seconds} s (BENCH_ONLY: results/ left as it was)`);
+    } else {
+      const written = await writeResults(results);
+      log(`done in ${results.seconds} s: ${written.join(', ')}`);
+    }
+  } finally {
+    await server.stop();
+  }
+}
+
+await main();

@@ -1,0 +1,73 @@
+/**
+ * The one PostgreSQL of a bench run: embedded, in a temp dir, deleted when stopped. It is
+ * started once to write `shared_preload_libraries = pg_stat_statements` (ALTER SYSTEM), then
+ * restarted on the same directory so the server counts every statement it runs, per database.
+ */
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startLocalPostgres, type LocalPostgres } from '../../src/dev/embedded-postgres.ts';
+import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { loadMigrations } from '../../src/store/migrations-fs.ts';
+import { statement } from '../../src/store/sql.ts';
+import { postmasterPidOf } from './cpu.ts';
+
+export interface BenchServer {
+  adminUrl: string;
+  /** Whether pg_stat_statements is loaded (server-side statement counts). */
+  statStatements: boolean;
+  version: string;
+  /** The postmaster's pid, to read the server's CPU time (cpu.ts). */
+  postmasterPid: number;
+  /** A new empty database, or a copy of the migrated skiplock template. */
+  createDatabase(name: string, kind: 'skiplock' | 'empty'): Promise<string>;
+  stop(): Promise<void>;
+}
+
+const TEMPLATE = 'bench_skiplock_template';
+
+export async function startBenchServer(): Promise<BenchServer> {
+  const root = await mkdtemp(join(tmpdir(), 'skiplock-bench-'));
+  await chmod(root, 0o755);
+  const dir = join(root, 'data');
+  let pg: LocalPostgres | undefined;
+  try {
+    const first = await startLocalPostgres({ dir, persistent: true });
+    const setup = createPgDriver(first.url, { max: 1 });
+    await setup.query(statement(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`));
+    await setup.query(statement(`ALTER SYSTEM SET pg_stat_statements.max = 10000`));
+    await setup.query(statement(`ALTER SYSTEM SET pg_stat_statements.track_planning = on`));
+    await setup.close();
+    await first.stop();
+    pg = await startLocalPostgres({ dir, port: first.port, persistent: false });
+    const admin = createPgDriver(pg.url, { max: 2 });
+    let statStatements = true;
+    await admin.query(statement(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)).catch(() => (statStatements = false));
+    const [v] = await admin.query<{ v: string }>(statement(`SELECT current_setting('server_version') AS v`));
+    await admin.query(statement(`CREATE DATABASE ${TEMPLATE}`));
+    const template = createPgDriver(pg.urlFor(TEMPLATE), { max: 1 });
+    await migrate(template, await loadMigrations());
+    await template.close();
+    const server = pg;
+    return {
+      adminUrl: pg.url,
+      statStatements,
+      version: String(v?.v ?? '?'),
+      postmasterPid: postmasterPidOf(dir),
+      async createDatabase(name, kind) {
+        await admin.query(statement(`CREATE DATABASE ${name} TEMPLATE ${kind === 'skiplock' ? TEMPLATE : 'template0'}`));
+        return server.urlFor(name);
+      },
+      async stop() {
+        await admin.close();
+        await server.stop();
+        await rm(root, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await pg?.stop().catch(() => {});
+    await rm(root, { recursive: true, force: true });
+    throw error;
+  }
+}
