@@ -6,7 +6,7 @@ import { SkiplockError } from '../core/errors.ts';
 import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
 import { cancelJob, jobStats, listJobs, ping, retryJob } from '../store/admin.ts';
 import { jobActivity } from '../store/dashboard.ts';
-import type { Clock } from '../store/jobs.ts';
+import type { Clock } from '../store/clock.ts';
 import { mapJob, toDate } from '../store/rows.ts';
 import type { Row, Sql } from '../store/sql.ts';
 

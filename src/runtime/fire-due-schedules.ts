@@ -11,7 +11,7 @@
 import { planFiring } from '../core/firing-plan.ts';
 import type { CatchUp, Overlap, Timing } from '../core/schedule.ts';
 import { timelineOf } from '../core/schedule-timeline.ts';
-import type { Clock } from '../store/jobs.ts';
+import type { Clock } from '../store/clock.ts';
 import { toDate } from '../store/rows.ts';
 import { fireSchedules, readDueSchedules, type FiringPlanRow, type ScheduleRowInput } from '../store/schedules.ts';
 import type { Row, Sql } from '../store/sql.ts';

@@ -6,7 +6,7 @@ import { SkiplockError } from '../core/errors.ts';
 import type { CatchUp, Overlap } from '../core/schedule.ts';
 import { timelineOf } from '../core/schedule-timeline.ts';
 import type { JobStatus } from '../core/types.ts';
-import type { Clock } from '../store/jobs.ts';
+import type { Clock } from '../store/clock.ts';
 import { toDate } from '../store/rows.ts';
 import { deleteSchedule, listSchedules, putSchedule } from '../store/schedules.ts';
 import type { Row, Sql } from '../store/sql.ts';

@@ -6,7 +6,8 @@
  *   await skiplock.tick({ budgetMs: 25_000 });
  */
 import type { Job, TickResult } from '../core/types.ts';
-import { getJob, pruneFinishedJobs, reapExpiredLeases, type Clock } from '../store/jobs.ts';
+import type { Clock } from '../store/clock.ts';
+import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
 import { mapJob } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';

@@ -3,15 +3,9 @@
  * counts. Same rules as jobs.ts: pure builders, one statement per state change, and `$1` is the
  * clock wherever time is read.
  */
+import { NOW, clock, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
 import { statement, type Statement } from './sql.ts';
-import type { Clock } from './jobs.ts';
-
-const NOW = 'coalesce($1::timestamptz, now())';
-
-function clock(now: Clock): string | null {
-  return now ? now.toISOString() : null;
-}
 
 export interface ListJobsParams {
   status: JobStatus | null;

@@ -2,14 +2,8 @@
  * Statements the dashboard reads. Same rules as jobs.ts: pure builders, one statement each, and
  * `$1` is the clock.
  */
-import type { Clock } from './jobs.ts';
+import { NOW, clock, type Clock } from './clock.ts';
 import { statement, type Statement } from './sql.ts';
-
-const NOW = 'coalesce($1::timestamptz, now())';
-
-function clock(now: Clock): string | null {
-  return now ? now.toISOString() : null;
-}
 
 /**
  * What finished or failed in each of the last `minutes` minutes, oldest first, one row per

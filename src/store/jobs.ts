@@ -2,21 +2,11 @@
  * Every statement that reads or changes jobs. Each builder is pure and returns one Statement;
  * each state change is exactly one statement, so all of them work over Neon's HTTP driver.
  *
- * Time: `$1` is always the clock. It is null in production (the database's now()) and a
- * fixed instant in tests, so that tests pass time in instead of waiting for it.
+ * Time: `$1` is always the clock (src/store/clock.ts).
  */
+import { MS, NOW, clock, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
 import { statement, type Statement } from './sql.ts';
-
-const NOW = 'coalesce($1::timestamptz, now())';
-const MS = "* interval '1 millisecond'";
-
-/** The clock parameter: null means the database's own now(). */
-export type Clock = Date | null;
-
-function clock(now: Clock): string | null {
-  return now ? now.toISOString() : null;
-}
 
 export interface NewJobRow {
   task: string;

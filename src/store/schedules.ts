@@ -3,15 +3,10 @@
  * clock, as in jobs.ts. Watermarks are stored to the millisecond, so that the value a tick read
  * and compares against later is exactly what JavaScript can hold.
  */
-import type { Clock } from './jobs.ts';
+import { NOW, clock, type Clock } from './clock.ts';
 import { statement, type Statement } from './sql.ts';
 
-const NOW = 'coalesce($1::timestamptz, now())';
 const NOW_MS = `date_trunc('milliseconds', ${NOW})`;
-
-function clock(now: Clock): string | null {
-  return now ? now.toISOString() : null;
-}
 
 /** The columns a definition sets; a change in any of them is a new revision. */
 const DEFINITION = ['cron', 'every_ms', 'daily', 'tz', 'task', 'payload', 'enabled', 'catch_up', 'overlap', 'max_firings_per_tick'] as const;

@@ -1,6 +1,6 @@
 /** What a self-scheduling ticker (the Cloudflare Durable Object alarm) asks before it sleeps. */
+import { NOW, clock, type Clock } from './clock.ts';
 import { statement, type Statement } from './sql.ts';
-import type { Clock } from './jobs.ts';
 
 /**
  * Milliseconds from now until the next thing a tick could do: the earliest claimable QUEUED job
@@ -12,7 +12,7 @@ export function msUntilNextWork(p: { now: Clock }): Statement {
     `SELECT floor(extract(epoch FROM least(
               (SELECT min(run_at) FROM skiplock.job WHERE status = 'QUEUED' AND attempts < max_attempts),
               (SELECT min(locked_until) FROM skiplock.job WHERE status = 'RUNNING')
-            ) - coalesce($1::timestamptz, now())) * 1000)::bigint AS ms`,
-    [p.now ? p.now.toISOString() : null],
+            ) - ${NOW}) * 1000)::bigint AS ms`,
+    [clock(p.now)],
   );
 }
