@@ -39,7 +39,7 @@ export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): 
      SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
             idempotency_key, schedule_name, scheduled_for, ${NOW}, ${NOW}
        FROM input ORDER BY ord
-     ON CONFLICT (idempotency_key) DO UPDATE SET idempotency_key = excluded.idempotency_key
+     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO UPDATE SET idempotency_key = excluded.idempotency_key
      RETURNING j.*, (j.xmax::text = '0') AS inserted`,
     [clock(params.now), JSON.stringify(params.jobs.map((job, ord) => ({ ord, ...job })))],
   );
