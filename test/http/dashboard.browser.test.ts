@@ -2,7 +2,8 @@
  * The dashboard in real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core):
  * log in, filter jobs, open a DEAD job, retry it and see it QUEUED. The app runs on a local port
  * over a test database filled by the real tick, an hour of it replayed with an injected clock.
- * Saves a screenshot of each page to docs/screenshots/ (the README shows them).
+ * Saves a screenshot of each page to test/http/.screenshots/ (ignored by git); with
+ * UPDATE_SCREENSHOTS=1, to docs/screenshots/, which the README shows.
  */
 import { serve } from '@hono/node-server';
 import { existsSync } from 'node:fs';
@@ -22,7 +23,7 @@ import { claimAsRunning } from './dashboard-support.ts';
 import { API_TOKEN } from './helpers.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+const SCREENSHOTS = fileURLToPath(new URL(process.env.UPDATE_SCREENSHOTS ? '../../docs/screenshots/' : './.screenshots/', import.meta.url));
 const QUICK_TICK = { untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 } as const;
 
 let db: TestDb;
