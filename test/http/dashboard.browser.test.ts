@@ -167,7 +167,12 @@ async function seedAnHourOfWork(testDb: TestDb): Promise<void> {
   const start = Date.now();
   let clock = new Date(start - 60 * 60_000);
   const past = createSkiplock({ sql: testDb.sql, tasks: exampleTasks, schedules: exampleSchedules, log: () => {}, now: () => clock });
-  await past.putSchedule('poison-every-10-min', { cron: '*/10 * * * *', task: 'poison', payload: {} });
+  // Every 10 minutes, at minutes ≡ now + 5 (mod 10): its last instant is 5 minutes ago, replayed
+  // below, and its next one 5 minutes ahead. With '*/10', a run just after a 10-minute mark made
+  // the schedule's last job the newest DEAD poison job, the one the test retries: its last status
+  // then read QUEUED, not DEAD.
+  const offset = (new Date(start).getUTCMinutes() + 5) % 10;
+  await past.putSchedule('poison-every-10-min', { cron: `${offset}-59/10 * * * *`, task: 'poison', payload: {} });
   await past.putSchedule('hourly-digest', { cron: '0 * * * *', task: 'echo', payload: { message: 'digest' } });
   await past.putSchedule('nightly-report', { daily: ['03:00'], tz: 'Europe/Berlin', task: 'echo', payload: { message: 'report' } });
   await past.putSchedule('legacy-sync', { every: '15m', task: 'echo', payload: { message: 'sync' }, enabled: false });
