@@ -3,40 +3,23 @@
  * the alarm follows up work an enqueue left behind — here the retries of a `flaky` job, due
  * about a second after each failure.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { freePort } from '../../src/dev/embedded-postgres.ts';
-import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
-import { startWranglerDev, type WranglerDev } from '../../src/dev/wrangler-dev.ts';
+import type { WranglerDev } from '../../src/dev/wrangler-dev.ts';
 import { statement } from '../../src/store/sql.ts';
-import { createTestDb, type TestDb } from '../support/db.ts';
+import type { TestDb } from '../support/db.ts';
+import { startWorkerUnderTest, type WorkerUnderTest } from './worker-under-test.ts';
 
 const TOKEN = 'alarm-test-token';
+let under: WorkerUnderTest;
 let db: TestDb;
-let proxy: NeonProxy;
 let worker: WranglerDev;
-let stateDir: string;
 
 beforeAll(async () => {
-  db = await createTestDb();
-  proxy = await startNeonProxy();
-  stateDir = await mkdtemp(join(tmpdir(), 'skiplock-wrangler-'));
-  worker = await startWranglerDev({
-    port: await freePort(),
-    persistTo: stateDir,
-    stdio: 'ignore',
-    vars: { DATABASE_URL: db.url, NEON_FETCH_ENDPOINT: proxy.fetchEndpoint, API_TOKEN: TOKEN, TICKER: 'alarm', ALARM_TICK_BUDGET_MS: '12000' },
-  });
+  under = await startWorkerUnderTest({ API_TOKEN: TOKEN, TICKER: 'alarm', ALARM_TICK_BUDGET_MS: '12000' });
+  ({ db, worker } = under);
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await proxy?.close();
-  await db?.drop();
-  if (stateDir) await rm(stateDir, { recursive: true, force: true });
-});
+afterAll(() => under?.stop());
 
 test('the alarm ticks while there is work: a flaky job retries to DONE with no cron at all', async () => {
   const response = await fetch(`${worker.url}/v1/jobs`, {

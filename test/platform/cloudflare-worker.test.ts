@@ -9,45 +9,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { freePort } from '../../src/dev/embedded-postgres.ts';
-import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
-import { PROJECT_ROOT, startWranglerDev, type WranglerDev } from '../../src/dev/wrangler-dev.ts';
+import { PROJECT_ROOT, type WranglerDev } from '../../src/dev/wrangler-dev.ts';
 import { statement } from '../../src/store/sql.ts';
-import { createTestDb, type TestDb } from '../support/db.ts';
+import type { TestDb } from '../support/db.ts';
+import { startWorkerUnderTest, type WorkerUnderTest } from './worker-under-test.ts';
 
 const TOKEN = 'worker-test-token';
 const SCHEDULE = 'example-echo-every-minute';
 
+let under: WorkerUnderTest;
 let db: TestDb;
-let proxy: NeonProxy;
 let worker: WranglerDev;
-let stateDir: string;
 
 beforeAll(async () => {
-  db = await createTestDb();
-  proxy = await startNeonProxy();
-  stateDir = await mkdtemp(join(tmpdir(), 'skiplock-wrangler-'));
-  worker = await startWranglerDev({
-    port: await freePort(),
-    persistTo: stateDir,
-    stdio: 'ignore',
-    vars: {
-      DATABASE_URL: db.url,
-      NEON_FETCH_ENDPOINT: proxy.fetchEndpoint,
-      API_TOKEN: TOKEN,
-      // Short minute invocations (12 s, enough for echo's 10 s timeout), so tests wait seconds, not a minute.
-      TICK_BUDGET_MS: '12000',
-      TICK_POLL_INTERVAL_MS: '200',
-    },
+  under = await startWorkerUnderTest({
+    API_TOKEN: TOKEN,
+    // Short minute invocations (12 s, enough for echo's 10 s timeout), so tests wait seconds, not a minute.
+    TICK_BUDGET_MS: '12000',
+    TICK_POLL_INTERVAL_MS: '200',
   });
+  ({ db, worker } = under);
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await proxy?.close();
-  await db?.drop();
-  if (stateDir) await rm(stateDir, { recursive: true, force: true });
-});
+afterAll(() => under?.stop());
 
 const api = (path: string, init: RequestInit = {}) =>
   fetch(`${worker.url}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...init.headers } });
