@@ -3,7 +3,7 @@
  * dynamic ones put and deleted at run time, the listing of both, and firing (each tick).
  */
 import { SkiplockError } from '../core/errors.ts';
-import type { CatchUp, Overlap } from '../core/schedule.ts';
+import { SCHEDULE_NAME, type CatchUp, type Overlap } from '../core/schedule.ts';
 import { timelineOf } from '../core/schedule-timeline.ts';
 import type { JobStatus } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
@@ -94,6 +94,7 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
       return { schedule: toScheduleInfo(row!), created: row!.created === true };
     },
     async deleteSchedule(name) {
+      if (!SCHEDULE_NAME.test(name)) return false; // no schedule can have this name
       refuseStatic(name);
       const rows = await sql.query(deleteSchedule({ name }));
       return rows.length > 0;

@@ -63,6 +63,8 @@ test('put creates, a second put replaces (keeping watermark and history), delete
   // Delete: the schedule and its firings go, its jobs stay; nothing fires any more.
   expect(await skiplock.deleteSchedule('tenant-7')).toBe(true);
   expect(await skiplock.deleteSchedule('tenant-7')).toBe(false);
+  // A name no schedule can have (here one PostgreSQL cannot even store) is simply not there.
+  expect(await skiplock.deleteSchedule('bad\u0000name')).toBe(false);
   expect(await firings(db.sql, 'tenant-7')).toEqual([]);
   expect(await scheduledJobs(db.sql, 'tenant-7')).toHaveLength(2);
   clock.set('2026-01-05T10:20:05Z');
