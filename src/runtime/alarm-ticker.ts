@@ -1,7 +1,7 @@
 /**
  * One wake-up of a self-scheduling ticker (the Cloudflare Durable Object's alarm): tick until
- * idle, then say when to wake up next — in a second while there is work, at the next due job or
- * lease expiry when that is later, never when the queue is empty (an enqueue wakes it again).
+ * idle, then say when to wake up next — in a second while jobs are due or running anywhere, at
+ * the next due job when that is later, never when the queue is empty (an enqueue wakes it again).
  */
 import type { TickResult } from '../core/types.ts';
 import { msUntilNextWork } from '../store/wakeup.ts';
