@@ -21,6 +21,7 @@ import { backoffDelayMs } from './backoff.ts';
 import { describeError, isPermanent } from './errors.ts';
 import type { JobStatus } from './types.ts';
 
+/** Every arrow above; test/runtime/transitions.test.ts checks that the SQL takes exactly these. */
 export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   QUEUED: ['RUNNING', 'CANCELLED'],
   RUNNING: ['DONE', 'QUEUED', 'DEAD', 'CANCELLED'],
@@ -28,8 +29,6 @@ export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   DEAD: ['QUEUED'],
   CANCELLED: ['QUEUED'],
 };
-
-export const TERMINAL_STATUSES: readonly JobStatus[] = ['DONE', 'DEAD', 'CANCELLED'];
 
 /** How a run ended, as the result write records it. */
 export type Outcome =

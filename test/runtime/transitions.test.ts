@@ -1,0 +1,76 @@
+/**
+ * The state machine of src/core/state.ts is what the SQL does: a trigger records every status
+ * change the statements make while a workload walks every path (claim, done, retry, dead,
+ * release, cancel while QUEUED and while RUNNING, retry by a person, the reaper), and each one
+ * must be an arrow of TRANSITIONS — and each arrow must have been taken.
+ */
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { z } from 'zod';
+import { TRANSITIONS } from '../../src/core/state.ts';
+import { createSkiplock, defineTask, PermanentError } from '../../src/index.ts';
+import { statement } from '../../src/store/sql.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+
+let db: TestDb;
+beforeAll(async () => {
+  db = await createTestDb();
+  await db.sql.batch([
+    statement(`CREATE TABLE status_change (old text, new text NOT NULL)`),
+    statement(`CREATE FUNCTION record_status_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'INSERT' OR OLD.status IS DISTINCT FROM NEW.status THEN
+          INSERT INTO status_change VALUES (CASE WHEN TG_OP = 'UPDATE' THEN OLD.status END, NEW.status);
+        END IF;
+        RETURN NEW;
+      END $$`),
+    statement(`CREATE TRIGGER record_status_change AFTER INSERT OR UPDATE ON skiplock.job
+      FOR EACH ROW EXECUTE FUNCTION record_status_change()`),
+  ]);
+});
+afterAll(() => db.drop());
+
+test('every status change the statements make is an arrow of TRANSITIONS, and every arrow is taken', async () => {
+  let started = 0;
+  const tasks = [
+    defineTask({ name: 'ok', payload: z.object({}), handler: () => 'done' }),
+    defineTask({ name: 'once', payload: z.object({}), backoff: () => 0, handler: (_p, ctx) => {
+      if (ctx.attempt === 1) throw new Error('transient');
+    } }),
+    defineTask({ name: 'poison', payload: z.object({}), handler: () => {
+      throw new PermanentError('bad data');
+    } }),
+    defineTask({ name: 'waits', payload: z.object({}), handler: (_p, ctx) =>
+      new Promise((_resolve, reject) => {
+        started += 1;
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason));
+      }) }),
+  ];
+  const skiplock = createSkiplock({ sql: db.sql, tasks, log: () => {} });
+
+  await skiplock.enqueueBatch([{ task: 'ok' }, { task: 'once' }, { task: 'poison' }]);
+  await skiplock.tick({ untilIdle: true });
+  const [queued] = await skiplock.enqueueBatch([{ task: 'ok', delayMs: 60_000 }]);
+  await skiplock.cancelJob(queued!.job.id); // QUEUED → CANCELLED
+  await skiplock.retryJob(queued!.job.id); // CANCELLED → QUEUED
+  const dead = (await skiplock.listJobs({ status: 'DEAD' })).jobs[0]!;
+  await skiplock.retryJob(dead.id); // DEAD → QUEUED
+
+  // Cancelled while RUNNING, seen at a heartbeat; and one released at shutdown.
+  const running = await skiplock.enqueue({ task: 'waits' });
+  const controller = new AbortController();
+  const ticking = skiplock.tick({ leaseMs: 300, signal: controller.signal, drainMs: 100 });
+  while (started < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect((await skiplock.cancelJob(running.id)).outcome).toBe('requested');
+  while ((await skiplock.getJob(running.id))!.status === 'RUNNING') await new Promise((resolve) => setTimeout(resolve, 20));
+  await skiplock.enqueue({ task: 'waits' });
+  while (started < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+  controller.abort();
+  await ticking;
+
+  const rows = await db.sql.query<{ old: string | null; new: string }>(statement(`SELECT DISTINCT old, new FROM status_change`));
+  const inserted = rows.filter((r) => r.old === null).map((r) => r.new);
+  const changes = rows.filter((r) => r.old !== null).map((r) => `${r.old} → ${r.new}`).sort();
+  const arrows = Object.entries(TRANSITIONS).flatMap(([from, tos]) => tos.map((to) => `${from} → ${to}`)).sort();
+  expect(inserted).toEqual(['QUEUED']);
+  expect(changes).toEqual(arrows);
+});
