@@ -4,7 +4,7 @@
  */
 import { SkiplockError } from '../core/errors.ts';
 import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
-import { cancelJob, jobStats, listJobs, ping, retryJob } from '../store/admin.ts';
+import { cancelJob, currentTime, jobStats, listJobs, ping, retryJob } from '../store/admin.ts';
 import { jobActivity } from '../store/dashboard.ts';
 import type { Clock } from '../store/clock.ts';
 import { mapJob, toDate } from '../store/rows.ts';
@@ -80,6 +80,8 @@ export interface AdminOperations {
   activity(minutes?: number): Promise<ActivityMinute[]>;
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>;
+  /** The database's now (or the injected test clock): ages shown to people are measured from it. */
+  currentTime(): Promise<Date>;
 }
 
 export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperations {
@@ -124,6 +126,10 @@ export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperatio
     },
     async ping() {
       await sql.query(ping());
+    },
+    async currentTime() {
+      const [row] = await sql.query(currentTime({ now: now() }));
+      return toDate(row!.now);
     },
   };
 }

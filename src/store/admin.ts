@@ -98,3 +98,8 @@ export function jobStats(p: { now: Clock }): Statement {
 export function ping(): Statement {
   return statement(`SELECT 1 AS ok`);
 }
+
+/** The clock itself: what ages shown to people are measured against (never the JS clock). */
+export function currentTime(p: { now: Clock }): Statement {
+  return statement(`SELECT ${NOW} AS now`, [clock(p.now)]);
+}

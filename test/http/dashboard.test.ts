@@ -366,6 +366,24 @@ describe('pages', () => {
   });
 });
 
+describe('one clock', () => {
+  test('ages and silent schedules are measured on the database clock, not the JavaScript one', async () => {
+    // The app's clock (what SQL sees) is a year ahead of this process's Date.now().
+    const ahead = new Date(Date.now() + 365 * 24 * 3600_000);
+    const t2 = await createTestApp({ skiplock: { now: () => ahead } });
+    try {
+      const session = await logIn(t2);
+      const past = createSkiplock({ sql: t2.db.sql, tasks: exampleTasks, log: () => {}, now: () => new Date(ahead.getTime() - 30 * 60_000) });
+      await past.putSchedule('minutely', { cron: '* * * * *', task: 'echo', payload: { message: 'm' } });
+      // By the database's clock its next run was half an hour ago: silent. By Date.now() it is a year away.
+      const html = await (await getPage(t2, '/schedules', session)).text();
+      expect(html).toMatch(/data-schedule="minutely"[^]*?<span class="badge tone-bad">silent<\/span>/);
+    } finally {
+      await t2.close();
+    }
+  });
+});
+
 describe('activity (the chart\'s numbers)', () => {
   test('per minute, by the minute each job finished or last failed, zeros included', async () => {
     const t2 = await createTestApp();

@@ -42,7 +42,8 @@ export function page(deps: DashboardDeps, render: (request: PageRequest) => Prom
     const csrf = await deps.sessions.csrfToken(session);
     let result: PageResult;
     try {
-      result = await render({ c, csrf, now: Date.now() });
+      // Ages ("3 min ago", a silent schedule) are measured on the database's clock, like everything else.
+      result = await render({ c, csrf, now: (await deps.skiplock.currentTime()).getTime() });
     } catch (error) {
       result = failure(c, error);
     }
