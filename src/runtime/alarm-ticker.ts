@@ -6,7 +6,7 @@
 import type { TickResult } from '../core/types.ts';
 import { msUntilNextWork } from '../store/wakeup.ts';
 import type { Skiplock } from './skiplock.ts';
-import type { TickOptions } from './tick.ts';
+import { TICK_DEFAULTS, type TickOptions } from './tick.ts';
 
 export interface AlarmTickResult {
   result: TickResult;
@@ -19,7 +19,10 @@ export const ALARM_INTERVAL_MS = 1_000;
 
 export async function tickAndPlanNext(skiplock: Skiplock, options: TickOptions): Promise<AlarmTickResult> {
   const result = await skiplock.tick({ ...options, untilIdle: true });
-  const [row] = await skiplock.sql.query<{ ms: string | number | null }>(msUntilNextWork({ now: null }));
+  const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...options };
+  const [row] = await skiplock.sql.query<{ ms: string | number | null }>(
+    msUntilNextWork({ now: null, tasks: [...skiplock.tasks.keys()], budgetMs: budgetMs - marginMs }),
+  );
   const ms = row?.ms === null || row?.ms === undefined ? null : Number(row.ms);
   return { result, nextInMs: ms === null ? null : Math.max(ALARM_INTERVAL_MS, ms) };
 }

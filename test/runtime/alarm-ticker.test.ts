@@ -7,7 +7,7 @@ import { createTestDb, type TestDb } from '../support/db.ts';
 
 let db: TestDb;
 let skiplock: Skiplock;
-const TICK = { budgetMs: 5_000, pollIntervalMs: 20 };
+const TICK = { budgetMs: 15_000, pollIntervalMs: 20 };
 
 beforeAll(async () => {
   db = await createTestDb();
@@ -48,4 +48,28 @@ test('a retry due in under a second, or a job running elsewhere: tick again in a
   // A job running elsewhere may fail any moment with a retry due in a second (the enqueue's own
   // tick runs the first attempt): sleeping until its lease expires left that retry waiting.
   expect(second.nextInMs).toBe(ALARM_INTERVAL_MS);
+});
+
+test('work this deployment cannot take does not keep the ticker awake', async () => {
+  // Due and running jobs of a task this deployment lacks (another service's, or a rolling
+  // deploy's), and a job whose timeout no alarm tick can give: ticking each second for them
+  // would claim nothing, forever.
+  await insert(`INSERT INTO skiplock.job (task, payload) VALUES ('another-service', '{}')`);
+  await insert(`INSERT INTO skiplock.job (task, payload, status, attempts, locked_by, locked_until)
+                VALUES ('another-service', '{}', 'RUNNING', 1, 'elsewhere', now() + interval '1 hour')`);
+  await insert(`INSERT INTO skiplock.job (task, payload, timeout_ms) VALUES ('echo', '{"message":"x"}', 3600000)`);
+  const { result, nextInMs } = await tickAndPlanNext(skiplock, TICK);
+  expect(result.claimed).toBe(0);
+  expect(nextInMs).toBeNull();
+});
+
+test('the next due job is found among several priorities', async () => {
+  await insert(`INSERT INTO skiplock.job (task, payload, priority, run_at) VALUES
+                ('echo', '{"message":"x"}', 5, now() + interval '50 seconds'),
+                ('echo', '{"message":"x"}', 0, now() + interval '20 seconds'),
+                ('another-service', '{}', -3, now() + interval '5 seconds'),
+                ('echo', '{"message":"x"}', -7, now() + interval '40 seconds')`);
+  const { nextInMs } = await tickAndPlanNext(skiplock, TICK);
+  expect(nextInMs).toBeGreaterThan(18_000);
+  expect(nextInMs).toBeLessThanOrEqual(20_000);
 });
