@@ -25,6 +25,8 @@ export interface FiringDeps {
   statics: readonly ScheduleRowInput[];
   now: () => Clock;
   log: TickDeps['log'];
+  /** Schedules already warned about (by name and task), so that each is said once, not each second. */
+  warned: Set<string>;
 }
 
 /** Resolves to how many jobs it fired. */
@@ -36,10 +38,15 @@ export async function fireDueSchedules(deps: FiringDeps): Promise<number> {
   const plans: FiringPlanRow[] = [];
   for (const row of due) {
     const name = String(row.name);
+    if (row.taken_over === true) deps.log('warn', 'a schedule defined in code replaced the dynamic schedule of the same name', { schedule: name });
     const task = deps.registry.get(String(row.task));
     if (!task) {
       // Another deployment may run this task; this one must not enqueue what it cannot check.
-      deps.log('warn', 'schedule not fired: its task is not registered in this deployment', { schedule: name, task: row.task });
+      const key = `${name}\u0000${String(row.task)}`;
+      if (!deps.warned.has(key)) {
+        deps.warned.add(key);
+        deps.log('warn', 'schedule not fired: its task is not registered in this deployment', { schedule: name, task: row.task });
+      }
       continue;
     }
     try {

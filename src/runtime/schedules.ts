@@ -81,6 +81,7 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
     statics.set(schedule.name, bindStaticSchedule(schedule, registry));
   }
   const staticRows = [...statics.values()].map(toScheduleRow);
+  const warned = new Set<string>();
 
   const refuseStatic = (name: string) => {
     if (statics.has(name)) throw new SkiplockError('conflict', `schedule ${name} is defined in code; change it there`);
@@ -107,7 +108,7 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
       for (const schedule of statics.values()) if (!stored.has(schedule.name)) listed.push(unstoredInfo(schedule));
       return listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     },
-    fireDueSchedules: () => fireDueSchedules({ sql, registry, statics: staticRows, now, log: deps.log }),
+    fireDueSchedules: () => fireDueSchedules({ sql, registry, statics: staticRows, now, log: deps.log, warned }),
   };
 }
 

@@ -48,23 +48,28 @@ const WITH_LAST_FIRING = (from: string) => `
  * The tick's first read: upserts the static schedules whose definition changed (usually none,
  * so usually nothing is written), then returns the enabled schedules that are due — static ones
  * only if this deployment defines them — with the clock. No row: nothing to fire.
+ *
+ * A static schedule takes over a dynamic one of the same name (keeping its watermark, state and
+ * history, like a put): the code is the definition this deployment can see and change. Such a
+ * row comes back with `taken_over`, for the caller to say so.
  */
 export function readDueSchedules(p: { now: Clock; statics: readonly ScheduleRowInput[] }): Statement {
   return statement(
     `WITH defs AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS d(${RECORD})),
+     taken AS (SELECT x.name FROM skiplock.schedule x JOIN defs d ON d.name = x.name WHERE x.source = 'dynamic'),
      synced AS (
        INSERT INTO skiplock.schedule AS s (name, source, ${DEFINITION.join(', ')}, watermark, created_at, updated_at)
        SELECT d.name, 'static', ${columns('d')}, ${NOW_MS}, ${NOW}, ${NOW}
          FROM defs d LEFT JOIN skiplock.schedule x ON x.name = d.name
-        WHERE x.name IS NULL OR (x.source = 'static' AND (${columns('x')}) IS DISTINCT FROM (${columns('d')}))
+        WHERE x.name IS NULL OR x.source = 'dynamic' OR (${columns('x')}) IS DISTINCT FROM (${columns('d')})
         ORDER BY d.name
-       ON CONFLICT (name) DO UPDATE SET ${REDEFINE}
-        WHERE s.source = 'static' AND (${columns('s')}) IS DISTINCT FROM (${columns('excluded')})
+       ON CONFLICT (name) DO UPDATE SET source = 'static', ${REDEFINE}
+        WHERE s.source = 'dynamic' OR (${columns('s')}) IS DISTINCT FROM (${columns('excluded')})
        RETURNING s.*
      )
-     SELECT ${NOW_MS} AS now, s.* FROM synced s WHERE s.enabled
+     SELECT ${NOW_MS} AS now, s.name IN (SELECT name FROM taken) AS taken_over, s.* FROM synced s WHERE s.enabled
      UNION ALL
-     SELECT ${NOW_MS} AS now, s.* FROM skiplock.schedule s
+     SELECT ${NOW_MS} AS now, false AS taken_over, s.* FROM skiplock.schedule s
       WHERE s.enabled AND (s.next_run_at IS NULL OR s.next_run_at <= ${NOW})
         AND (s.source = 'dynamic' OR s.name IN (SELECT name FROM defs))
         AND s.name NOT IN (SELECT name FROM synced)`,
