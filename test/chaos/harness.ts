@@ -13,6 +13,7 @@ import { startLocalPostgres } from '../../src/dev/embedded-postgres.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { loadMigrations } from '../../src/store/migrations-fs.ts';
+import { reapExpiredLeases } from '../../src/store/jobs.ts';
 import { statement, type Sql } from '../../src/store/sql.ts';
 import { seededRandom } from './random.ts';
 
@@ -43,6 +44,9 @@ export interface ChaosReport {
   seed: number;
   done: number;
   lost: number;
+  /** Jobs a worker held when it died or was stopped at the end: returned by the final reap. */
+  reapedAtEnd: number;
+  /** Jobs still RUNNING after that reap: stuck for good (must be 0). */
   stuckRunning: number;
   dead: number;
   duplicateSideEffects: number;
@@ -179,6 +183,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 }
 
 async function verify(sql: Sql, o: ChaosOptions) {
+  // Every worker is gone. A job is RUNNING now only if a worker died holding it, or was stopped
+  // (SIGKILL after 5 s) or failed its last write while shutting down: the reaper returns such a
+  // job once its lease expires. Reap as of a minute from now, when every lease has; what is
+  // RUNNING after that is stuck for good.
+  const [later] = await sql.query<{ at: Date }>(statement(`SELECT now() + interval '1 minute' AS at`));
+  const [reaped] = await sql.query(reapExpiredLeases({ now: new Date(later!.at), limit: 100_000 }));
   const [row] = await sql.query(statement(
     `SELECT
        count(*) FILTER (WHERE status = 'DONE')::int AS done,
@@ -210,6 +220,7 @@ async function verify(sql: Sql, o: ChaosOptions) {
     seed: o.seed,
     done: Number(r.done),
     lost: o.jobs - Number(r.done) + Number(r.missing_side_effects),
+    reapedAtEnd: Number(reaped?.reaped ?? 0),
     stuckRunning: Number(r.running),
     dead: Number(r.dead),
     duplicateSideEffects: Number(r.duplicate_side_effects),
