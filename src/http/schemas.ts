@@ -8,6 +8,8 @@ import { unstorableText } from '../core/json.ts';
 import { LIST_LIMIT } from '../runtime/admin.ts';
 import { enqueueInputSchema } from '../runtime/enqueue.ts';
 import { scheduleInputSchema } from '../runtime/schedule-definition.ts';
+import { SCHEDULE_LIST_LIMIT } from '../runtime/schedules.ts';
+import { SCHEDULE_NAME } from '../core/schedule.ts';
 
 export const MAX_BATCH = 1000;
 
@@ -53,6 +55,17 @@ export const ListJobsQuery = z.strictObject({
     .optional()
     .openapi({ description: `Page size, 1 to ${LIST_LIMIT.max}. Default ${LIST_LIMIT.default}.` }),
   cursor: z.string().max(100).optional().openapi({ description: '`nextCursor` of the previous page.' }),
+});
+
+export const ListSchedulesQuery = z.strictObject({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(SCHEDULE_LIST_LIMIT.max)
+    .optional()
+    .openapi({ description: `Page size, 1 to ${SCHEDULE_LIST_LIMIT.max}. Default ${SCHEDULE_LIST_LIMIT.default}.` }),
+  cursor: z.string().regex(SCHEDULE_NAME).optional().openapi({ description: '`nextCursor` of the previous page.' }),
 });
 
 export const ScheduleInput = scheduleInputSchema.clone().openapi('ScheduleInput', {
@@ -144,7 +157,9 @@ export const Schedule = z
   .openapi('Schedule');
 
 export const ScheduleEnvelope = z.object({ schedule: Schedule }).openapi('ScheduleEnvelope');
-export const ScheduleList = z.object({ schedules: z.array(Schedule) }).openapi('ScheduleList');
+export const ScheduleList = z
+  .object({ schedules: z.array(Schedule), nextCursor: z.string().nullable().openapi({ description: 'null on the last page' }) })
+  .openapi('ScheduleList');
 
 export const Health = z.object({ ok: z.boolean() }).openapi('Health');
 

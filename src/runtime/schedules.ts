@@ -43,6 +43,23 @@ export interface ScheduleInfo {
   state: unknown;
 }
 
+/** Page sizes of listSchedules (and GET /v1/schedules). */
+export const SCHEDULE_LIST_LIMIT = { default: 100, max: 1000 } as const;
+
+export interface ListSchedulesOptions {
+  /** Page size, 1 to 1000. Default 100. */
+  limit?: number;
+  /** `nextCursor` of the previous page (the last name listed); omitted for the first page. */
+  cursor?: string;
+}
+
+export interface SchedulePage {
+  /** By name (byte order). */
+  schedules: ScheduleInfo[];
+  /** Pass it as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
 export interface PutScheduleResult {
   schedule: ScheduleInfo;
   /** False when a schedule of that name was replaced. */
@@ -58,8 +75,11 @@ export interface ScheduleOperations {
   putSchedule(name: string, input: ScheduleInput): Promise<PutScheduleResult>;
   /** Removes a dynamic schedule and its firing history (its jobs stay); false when there was none. */
   deleteSchedule(name: string): Promise<boolean>;
-  /** The static schedules of this deployment and every dynamic one, by name. */
-  listSchedules(): Promise<ScheduleInfo[]>;
+  /**
+   * The static schedules of this deployment and every dynamic one, by name, a page at a time
+   * (a schedule per tenant makes many). SkiplockError invalid_request for a bad limit or cursor.
+   */
+  listSchedules(options?: ListSchedulesOptions): Promise<SchedulePage>;
   /** Fires the due schedules now (each tick does this first); resolves to how many jobs it fired. */
   fireDueSchedules(): Promise<number>;
 }
@@ -100,13 +120,18 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
       const rows = await sql.query(deleteSchedule({ name }));
       return rows.length > 0;
     },
-    async listSchedules() {
-      const rows = await sql.query(listSchedules({ staticNames: [...statics.keys()] }));
-      const listed = rows.map(toScheduleInfo);
+    async listSchedules(options = {}) {
+      const limit = options.limit ?? SCHEDULE_LIST_LIMIT.default;
+      if (!Number.isInteger(limit) || limit < 1 || limit > SCHEDULE_LIST_LIMIT.max)
+        throw new SkiplockError('invalid_request', `limit must be an integer from 1 to ${SCHEDULE_LIST_LIMIT.max}`, [{ path: ['limit'], message: 'out of range' }]);
+      if (options.cursor !== undefined && !SCHEDULE_NAME.test(options.cursor))
+        throw new SkiplockError('invalid_request', 'cursor must be the nextCursor of a previous page', [{ path: ['cursor'], message: 'not a schedule name' }]);
+      // One row more than asked tells whether another page exists.
+      const rows = await sql.query(listSchedules({ staticNames: [...statics.keys()], after: options.cursor ?? null, limit: limit + 1 }));
       // A static schedule no tick has stored yet is still listed, from its definition.
-      const stored = new Set(listed.map((s) => s.name));
-      for (const schedule of statics.values()) if (!stored.has(schedule.name)) listed.push(unstoredInfo(schedule));
-      return listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      const schedules = rows.slice(0, limit).map((row) => (row.name === null || row.name === undefined ? unstoredInfo(statics.get(String(row.listed_name))!) : toScheduleInfo(row)));
+      const last = schedules[schedules.length - 1];
+      return { schedules, nextCursor: rows.length > limit && last ? last.name : null };
     },
     fireDueSchedules: () => fireDueSchedules({ sql, registry, statics: staticRows, now, log: deps.log, warned }),
   };

@@ -35,11 +35,11 @@ export interface ScheduleRowInput {
   max_firings_per_tick: number;
 }
 
-/** The last firing of `s`, its job's status, for listing. */
-const WITH_LAST_FIRING = (from: string) => `
-  SELECT s.*, f.scheduled_for AS last_scheduled_for, f.fired_at AS last_fired_at, f.job_id::text AS last_job_id,
+/** The last firing of `s`, its job's status, for listing. `from` binds the alias s. */
+const WITH_LAST_FIRING = (from: string, columns = '') => `
+  SELECT ${columns}s.*, f.scheduled_for AS last_scheduled_for, f.fired_at AS last_fired_at, f.job_id::text AS last_job_id,
          j.status AS last_status
-    FROM ${from} s
+    FROM ${from}
     LEFT JOIN LATERAL (SELECT c.scheduled_for, c.fired_at, c.job_id FROM skiplock.cron_firing c
                         WHERE c.schedule_name = s.name ORDER BY c.scheduled_for DESC LIMIT 1) f ON true
     LEFT JOIN skiplock.job j ON j.id = f.job_id`;
@@ -183,7 +183,7 @@ export function putSchedule(p: { now: Clock; schedule: ScheduleRowInput }): Stat
          updated_at = CASE WHEN ${changed} THEN excluded.updated_at ELSE s.updated_at END
        RETURNING s.*, (s.xmax::text = '0') AS created
      )
-     ${WITH_LAST_FIRING('put')}`,
+     ${WITH_LAST_FIRING('put s')}`,
     [clock(p.now), JSON.stringify([p.schedule])],
   );
 }
@@ -193,12 +193,17 @@ export function deleteSchedule(p: { name: string }): Statement {
   return statement(`DELETE FROM skiplock.schedule WHERE name = $1 RETURNING name, source`, [p.name]);
 }
 
-/** Dynamic schedules and the static ones this deployment defines, by name, with their last firing. */
-export function listSchedules(p: { staticNames: readonly string[] }): Statement {
-  return statement(
-    `${WITH_LAST_FIRING('skiplock.schedule')}
-      WHERE s.source = 'dynamic' OR s.name = ANY($1::text[])
-      ORDER BY s.name`,
-    [p.staticNames],
-  );
+/**
+ * One page of the schedules a deployment lists: every dynamic one and the static ones it defines
+ * — including those no tick has stored yet, which come back with only `listed_name` (the caller
+ * fills them in from code). By name in byte order (COLLATE "C", as JavaScript sorts), after the
+ * cursor `after`.
+ */
+export function listSchedules(p: { staticNames: readonly string[]; after: string | null; limit: number }): Statement {
+  const page = `(SELECT name FROM (SELECT name FROM skiplock.schedule WHERE source = 'dynamic' OR name = ANY($1::text[])
+                                  UNION SELECT unnest($1::text[])) n
+                  WHERE $2::text IS NULL OR name COLLATE "C" > $2::text COLLATE "C"
+                  ORDER BY name COLLATE "C" LIMIT $3) page
+                LEFT JOIN skiplock.schedule s ON s.name = page.name`;
+  return statement(`${WITH_LAST_FIRING(page, 'page.name AS listed_name, ')} ORDER BY page.name COLLATE "C"`, [p.staticNames, p.after, p.limit]);
 }

@@ -60,7 +60,7 @@ test('maxFiringsPerTick bounds one tick; the rest fire on the next ticks, in ord
   expect(iso(await firings(db.sql, 'bounded'))).toEqual(minutes('2026-01-05T10:01:00Z', 10));
   // The ticks also ran them.
   expect((await scheduledJobs(db.sql, 'bounded')).every((j) => j.status === 'DONE')).toBe(true);
-  const [info] = (await skiplock.listSchedules()).filter((s) => s.name === 'bounded');
+  const [info] = (await skiplock.listSchedules()).schedules.filter((s) => s.name === 'bounded');
   expect(info).toMatchObject({ nextRunAt: new Date('2026-01-05T10:11:00Z'), lastScheduledFor: new Date('2026-01-05T10:10:00Z'), lastStatus: 'DONE' });
 });
 

@@ -70,7 +70,7 @@ test('put creates, a second put replaces (keeping watermark and history), delete
   clock.set('2026-01-05T10:20:05Z');
   await skiplock.fireDueSchedules();
   expect(await scheduledJobs(db.sql, 'tenant-7')).toHaveLength(2);
-  expect((await skiplock.listSchedules()).map((s) => s.name)).not.toContain('tenant-7');
+  expect((await skiplock.listSchedules()).schedules.map((s) => s.name)).not.toContain('tenant-7');
 });
 
 test('every and daily schedules', async () => {
@@ -83,7 +83,7 @@ test('every and daily schedules', async () => {
   expect(await firings(db.sql, 'quarter-hourly')).toHaveLength(4 * 24);
   // 02:30 and 14:00 in Tokyo (UTC+9): 17:30 and 05:00 UTC.
   expect(iso(await firings(db.sql, 'twice-daily'))).toEqual(['2026-01-05T17:30:00.000Z', '2026-01-06T05:00:00.000Z']);
-  expect((await skiplock.listSchedules()).find((s) => s.name === 'twice-daily')).toMatchObject({ daily: ['02:30', '14:00'], nextRunAt: new Date('2026-01-06T17:30:00Z') });
+  expect((await skiplock.listSchedules()).schedules.find((s) => s.name === 'twice-daily')).toMatchObject({ daily: ['02:30', '14:00'], nextRunAt: new Date('2026-01-06T17:30:00Z') });
 });
 
 test('invalid schedules are refused with a clear error and write nothing', async () => {

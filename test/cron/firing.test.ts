@@ -52,7 +52,7 @@ test('a tick fires first, then runs what it fired; listSchedules shows next run,
   await skiplock.tick({ untilIdle: true, reapIntervalMs: 0 });
   clock.set('2026-01-05T10:02:01Z');
   expect(await skiplock.tick({ untilIdle: true, reapIntervalMs: 0 })).toMatchObject({ fired: 1 });
-  const info = (await skiplock.listSchedules()).find((s) => s.name === 'ticked');
+  const info = (await skiplock.listSchedules()).schedules.find((s) => s.name === 'ticked');
   expect(info).toMatchObject({
     source: 'static',
     cron: '*/2 * * * *',

@@ -75,7 +75,7 @@ test('a disabled schedule fires nothing; re-enabled, it starts from then without
   }
   expect(await firings(db.sql, 'static-off')).toEqual([]);
   expect(await scheduledJobs(db.sql, 'dynamic-off')).toEqual([]);
-  const listed = (await skiplock.listSchedules()).filter((s) => s.name.endsWith('-off'));
+  const listed = (await skiplock.listSchedules()).schedules.filter((s) => s.name.endsWith('-off'));
   expect(listed.map((s) => [s.name, s.enabled, s.nextRunAt])).toEqual([
     ['dynamic-off', false, null],
     ['static-off', false, null],

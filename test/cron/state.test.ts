@@ -50,7 +50,7 @@ test('the state is carried from run to run', async () => {
   }
   expect(seen).toEqual([null, { n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
   expect((await scheduledJobs(db.sql, 'count')).map((j) => j.schedule_state)).toEqual([null, { n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
-  expect((await skiplock.listSchedules())[0]).toMatchObject({ name: 'count', state: { n: 5 }, lastStatus: 'DONE' });
+  expect((await skiplock.listSchedules()).schedules[0]).toMatchObject({ name: 'count', state: { n: 5 }, lastStatus: 'DONE' });
 });
 
 test('a failed run does not write its state; a job not fired by a schedule cannot set one', async () => {

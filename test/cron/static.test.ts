@@ -47,7 +47,7 @@ test('the tick stores a static schedule once and rewrites it only when its defin
   const clock = createClock('2026-01-05T10:00:30Z');
   const v1 = [defineSchedule({ name: 'report', cron: '*/5 * * * *', task: 'noop', payload: { n: 1 } })];
   const first = skiplockAt(db.sql, clock, { schedules: v1 });
-  expect((await first.listSchedules()).map((s) => [s.name, s.source, s.nextRunAt])).toEqual([['report', 'static', null]]); // not stored yet
+  expect((await first.listSchedules()).schedules.map((s) => [s.name, s.source, s.nextRunAt])).toEqual([['report', 'static', null]]); // not stored yet
   await first.fireDueSchedules();
   const stored = await scheduleRow(db.sql, 'report');
   expect(stored).toMatchObject({ source: 'static', revision: 1, watermark: new Date('2026-01-05T10:00:30Z'), next_run_at: new Date('2026-01-05T10:05:00Z') });
@@ -68,7 +68,7 @@ test('the tick stores a static schedule once and rewrites it only when its defin
   clock.set('2026-01-05T10:10:00Z');
   const without = skiplockAt(db.sql, clock);
   expect(await without.fireDueSchedules()).toBe(0);
-  expect(await without.listSchedules()).toEqual([]);
+  expect(await without.listSchedules()).toEqual({ schedules: [], nextCursor: null });
   expect(iso(await firings(db.sql, 'report'))).toEqual(['2026-01-05T10:01:00.000Z', '2026-01-05T10:02:00.000Z']);
 });
 
@@ -134,5 +134,5 @@ test('a schedule defined in code takes over a dynamic one of the same name, and 
   clock.advance(MINUTE);
   await deployed.fireDueSchedules();
   expect(warnings).toHaveLength(1);
-  expect((await deployed.listSchedules()).find((s) => s.name === 'nightly')?.source).toBe('static');
+  expect((await deployed.listSchedules()).schedules.find((s) => s.name === 'nightly')?.source).toBe('static');
 });

@@ -366,6 +366,26 @@ describe('pages', () => {
   });
 });
 
+describe('schedules, a page at a time', () => {
+  test('100 a page by name, with a link to the next; a cursor no schedule can have is a 400 page, not a 500', async () => {
+    const t2 = await createTestApp();
+    try {
+      const session = await logIn(t2);
+      const names = Array.from({ length: 101 }, (_, i) => `tenant-${String(i).padStart(3, '0')}`);
+      for (const name of names) await t2.skiplock.putSchedule(name, { daily: ['03:00'], task: 'echo', payload: { message: name } });
+      const first = await (await getPage(t2, '/schedules', session)).text();
+      expect(first.match(/data-schedule="/g)).toHaveLength(100);
+      expect(first).toContain('<a href="/schedules?cursor=tenant-099" rel="next">More »</a>');
+      const second = await (await getPage(t2, '/schedules?cursor=tenant-099', session)).text();
+      expect([...second.matchAll(/data-schedule="([^"]+)"/g)].map((m) => m[1])).toEqual(['tenant-100']);
+      expect(second).not.toContain('rel="next"');
+      expect((await getPage(t2, '/schedules?cursor=%00', session)).status).toBe(400);
+    } finally {
+      await t2.close();
+    }
+  });
+});
+
 describe('one clock', () => {
   test('ages and silent schedules are measured on the database clock, not the JavaScript one', async () => {
     // The app's clock (what SQL sees) is a year ahead of this process's Date.now().

@@ -93,6 +93,31 @@ describe('GET /v1/schedules', () => {
       expect(Object.keys(s)).toEqual(expect.arrayContaining(['name', 'cron', 'tz', 'task', 'nextRunAt', 'lastFiredAt']));
   });
 
+  test('pages by name with limit and cursor, static schedules not stored yet included in order', async () => {
+    for (const name of ['page-a', 'page-b', 'page-c', 'page-d', 'zz-last'])
+      await t.call('PUT', `/v1/schedules/${name}`, { body: { cron: '0 4 * * *', task: 'echo', payload: { message: name } } });
+    const all = ((await (await t.call('GET', '/v1/schedules')).json()) as any).schedules.map((s: any) => s.name);
+    expect(all).toEqual(['nightly', 'page-a', 'page-b', 'page-c', 'page-d', 'static-report', 'zz-last']);
+
+    const seen: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await t.call('GET', `/v1/schedules?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      const page = (await res.json()) as { schedules: { name: string }[]; nextCursor: string | null };
+      seen.push(page.schedules.map((s) => s.name));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual([['nightly', 'page-a'], ['page-b', 'page-c'], ['page-d', 'static-report'], ['zz-last']]);
+
+    for (const query of ['limit=0', 'limit=1001', 'limit=x', 'cursor=', 'cursor=bad%20name', 'other=1']) {
+      const res = await t.call('GET', `/v1/schedules?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(((await res.json()) as any).error.code).toBe('invalid_request');
+    }
+    for (const name of ['page-a', 'page-b', 'page-c', 'page-d', 'zz-last']) await t.call('DELETE', `/v1/schedules/${name}`);
+  });
+
   test('a put schedule fires through the tick route, and shows its last firing', async () => {
     await t.call('PUT', '/v1/schedules/minutely', { body: { cron: '* * * * *', task: 'echo', payload: { message: 'tick' } } });
     now = new Date('2030-01-01T00:10:30Z');

@@ -5,7 +5,7 @@ import { SCHEDULE_NAME } from '../../core/schedule.ts';
 import { scheduleToJson } from '../../runtime/schedules.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
-import { bearerSecurity, errorResponses, jsonContent, ScheduleEnvelope, ScheduleInput, ScheduleList } from '../schemas.ts';
+import { bearerSecurity, errorResponses, jsonContent, ListSchedulesQuery, ScheduleEnvelope, ScheduleInput, ScheduleList } from '../schemas.ts';
 
 const NameParam = z.object({
   name: z.string().openapi({ param: { name: 'name', in: 'path' }, description: '1–200 of [A-Za-z0-9_.:-]', example: 'nightly-report' }),
@@ -14,10 +14,11 @@ const NameParam = z.object({
 const listRoute = createRoute({
   method: 'get',
   path: '/v1/schedules',
-  summary: 'Every schedule: the static ones of this deployment and the dynamic ones',
+  summary: 'Every schedule: the static ones of this deployment and the dynamic ones, by name, one page at a time',
   tags: ['schedules'],
   security: bearerSecurity,
-  responses: { 200: jsonContent(ScheduleList, 'By name'), ...errorResponses(401) },
+  request: { query: ListSchedulesQuery },
+  responses: { 200: jsonContent(ScheduleList, 'One page; pass nextCursor as cursor for the next'), ...errorResponses(400, 401) },
 });
 
 const putRoute = createRoute({
@@ -50,7 +51,10 @@ const deleteRoute = createRoute({
 });
 
 export function registerScheduleRoutes(app: App, { skiplock }: RouteDeps): void {
-  app.openapi(listRoute, async (c) => c.json({ schedules: (await skiplock.listSchedules()).map(scheduleToJson) }, 200));
+  app.openapi(listRoute, async (c) => {
+    const page = await skiplock.listSchedules(c.req.valid('query'));
+    return c.json({ schedules: page.schedules.map(scheduleToJson), nextCursor: page.nextCursor }, 200);
+  });
 
   app.openapi(putRoute, async (c) => {
     const { schedule, created } = await skiplock.putSchedule(c.req.valid('param').name, c.req.valid('json'));

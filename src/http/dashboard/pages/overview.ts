@@ -2,7 +2,7 @@
 import { html } from 'hono/html';
 import { JOB_STATUSES, type JobStatus } from '../../../core/types.ts';
 import type { JobStats } from '../../../runtime/admin.ts';
-import type { ScheduleInfo } from '../../../runtime/schedules.ts';
+import { SCHEDULE_LIST_LIMIT, type ScheduleInfo } from '../../../runtime/schedules.ts';
 import { queueLagTone, scheduleHealth, type Tone } from '../attention.ts';
 import { activityChart } from '../chart.ts';
 import { formatDuration, plural, type Html } from '../format.ts';
@@ -10,9 +10,14 @@ import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 
 export async function overviewPage(deps: DashboardDeps, { now }: PageRequest): Promise<PageResult> {
   const { skiplock } = deps;
-  const [stats, activity, schedules] = await Promise.all([skiplock.stats(), skiplock.activity(60), skiplock.listSchedules()]);
+  // The alerts look at the first SCHEDULE_LIST_LIMIT.max schedules by name.
+  const [stats, activity, { schedules, nextCursor }] = await Promise.all([
+    skiplock.stats(),
+    skiplock.activity(60),
+    skiplock.listSchedules({ limit: SCHEDULE_LIST_LIMIT.max }),
+  ]);
   const body = html`<h1>Overview</h1>
-<p class="subtitle">${plural(total(stats.counts), 'job')} in the table · ${plural(schedules.length, 'schedule')}</p>
+<p class="subtitle">${plural(total(stats.counts), 'job')} in the table · ${plural(schedules.length, 'schedule')}${nextCursor ? ' (the first by name; there are more)' : ''}</p>
 ${alerts(stats, schedules, now)}
 ${statCards(stats)}
 <section class="card"><h2>Finished and failed, last 60 minutes</h2>${activityChart(activity)}</section>

@@ -1,12 +1,13 @@
-/** GET /schedules: every schedule with its timing, next and last firing, and its last run's status. */
+/** GET /schedules: every schedule with its timing, next and last firing, and its last run's status; 100 a page, by name. */
 import { html } from 'hono/html';
 import type { ScheduleInfo } from '../../../runtime/schedules.ts';
 import { scheduleHealth } from '../attention.ts';
 import { formatDuration, relativeTime, statusBadge, toneBadge, type Html } from '../format.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 
-export async function schedulesPage(deps: DashboardDeps, { now }: PageRequest): Promise<PageResult> {
-  const schedules = await deps.skiplock.listSchedules();
+export async function schedulesPage(deps: DashboardDeps, { c, now }: PageRequest): Promise<PageResult> {
+  const cursor = c.req.query('cursor') || undefined;
+  const { schedules, nextCursor } = await deps.skiplock.listSchedules({ cursor });
   const body = html`<h1>Schedules</h1>
 <p class="subtitle">Static schedules come from code (createSkiplock), dynamic ones from <code>PUT /v1/schedules/:name</code>. A schedule is <em>silent</em> when its next run is over 3 minutes overdue: nothing is ticking.</p>
 <section class="card flush">
@@ -15,6 +16,10 @@ ${schedules.length === 0
     : html`<table class="schedules">
 <thead><tr><th>Schedule</th><th>When</th><th>Task</th><th>Next run</th><th>Last fired</th><th>Last run</th><th>Health</th></tr></thead>
 <tbody>${schedules.map((s) => scheduleRow(s, now))}</tbody></table>`}
+${nextCursor || cursor
+    ? html`<div class="pager"><span>${schedules.length} shown</span><span>${cursor ? html`<a href="/schedules">« First</a>` : ''}
+      ${nextCursor ? html` <a href="/schedules?${new URLSearchParams({ cursor: nextCursor }).toString()}" rel="next">More »</a>` : ''}</span></div>`
+    : ''}
 </section>`;
   return { title: 'Schedules', section: 'schedules', body };
 }
