@@ -36,6 +36,8 @@ export interface ChaosOptions {
   terminateConnectionsEveryMs: number;
   /** Give up after this long (ms). */
   timeoutMs: number;
+  /** Keep the workers (and their duplicate cron triggers) running until the per-second schedule fired this often. Default 0. */
+  minCronFirings?: number;
   log?: (line: string) => void;
 }
 
@@ -169,6 +171,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     }
     const drainAfterLastFaultMs = Math.round(performance.now() - lastFault);
+    // A fast run can end before the duplicate cron triggers had much to race on.
+    while ((await cronFiringCount(admin)) < (o.minCronFirings ?? 0)) {
+      if (performance.now() - started > o.timeoutMs) throw new Error('chaos run timed out waiting for cron firings');
+      await sleep(100);
+    }
 
     stopping = true;
     await Promise.all([...workers.values()].map((child) => stopWorker(child)));
@@ -227,6 +234,11 @@ async function verify(sql: Sql, o: ChaosOptions) {
     duplicateExecutions: Number(r.duplicate_executions),
     staleOverwrites: Number(r.stale_overwrites),
   };
+}
+
+async function cronFiringCount(sql: Sql): Promise<number> {
+  const [row] = await sql.query(statement(`SELECT count(*)::int AS n FROM skiplock.cron_firing WHERE schedule_name = 'chaos-every-second'`));
+  return Number(row?.n ?? 0);
 }
 
 function stopWorker(child: ChildProcess): Promise<void> {
