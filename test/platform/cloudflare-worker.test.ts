@@ -75,7 +75,9 @@ describe('the Worker in workerd', () => {
     const done = await waitForStatus(id, 'DONE', 8_000);
     expect(done.status).toBe('DONE');
     const lateMs = (done.finished_at as Date).getTime() - (done.run_at as Date).getTime();
-    expect(lateMs).toBeLessThan(1_000); // poll interval 200 ms here; 1 s in wrangler.toml
+    // Poll interval 200 ms here (1 s in wrangler.toml), so it is usually under 0.5 s. The bound is
+    // loose on purpose: without the invocation ticking on, the job would wait for the next minute.
+    expect(lateMs).toBeLessThan(5_000);
   });
 
   test('scheduled: several invocations for the same minute run each cron firing once', async () => {
