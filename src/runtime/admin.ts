@@ -7,7 +7,7 @@ import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
 import { cancelJob, currentTime, jobStats, listJobs, ping, retryJob } from '../store/admin.ts';
 import { jobActivity } from '../store/dashboard.ts';
 import type { Clock } from '../store/clock.ts';
-import { mapJob, toDate } from '../store/rows.ts';
+import { mapJob, toBool, toDate } from '../store/rows.ts';
 import type { Row, Sql } from '../store/sql.ts';
 
 export const LIST_LIMIT = { default: 50, max: 500 } as const;
@@ -91,7 +91,7 @@ export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperatio
     const [row] = await sql.query(build({ now: now(), id }));
     if (!row) throw notFound(id);
     const job = mapJob(row);
-    if (row.applied !== true && row.applied !== 't') throw new SkiplockError('conflict', `job ${id} is ${job.status}: it cannot be ${action}`);
+    if (!toBool(row.applied)) throw new SkiplockError('conflict', `job ${id} is ${job.status}: it cannot be ${action}`);
     return job;
   }
 

@@ -4,7 +4,7 @@ import { findUnstorableJson, unstorableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import { insertJobs, type NewJobRow } from '../store/jobs.ts';
-import { mapJob } from '../store/rows.ts';
+import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
 import { requireTask, type TaskRegistry } from './task.ts';
 
@@ -122,7 +122,7 @@ export async function enqueueJobs(
   const byKey = new Map<string, EnqueueResult>();
   const unkeyed: EnqueueResult[] = [];
   for (const row of returned) {
-    const result = { job: mapJob(row), created: row.inserted === true };
+    const result = { job: mapJob(row), created: toBool(row.inserted) };
     if (result.job.idempotencyKey !== null) byKey.set(result.job.idempotencyKey, result);
     else unkeyed.push(result);
   }

@@ -12,7 +12,7 @@ import { planFiring } from '../core/firing-plan.ts';
 import type { CatchUp, Overlap, Timing } from '../core/schedule.ts';
 import { timelineOf } from '../core/schedule-timeline.ts';
 import type { Clock } from '../store/clock.ts';
-import { toDate } from '../store/rows.ts';
+import { toBool, toDate } from '../store/rows.ts';
 import { fireSchedules, readDueSchedules, type FiringPlanRow, type ScheduleRowInput } from '../store/schedules.ts';
 import type { Row, Sql } from '../store/sql.ts';
 import type { TaskRegistry } from './task.ts';
@@ -38,7 +38,7 @@ export async function fireDueSchedules(deps: FiringDeps): Promise<number> {
   const plans: FiringPlanRow[] = [];
   for (const row of due) {
     const name = String(row.name);
-    if (row.taken_over === true) deps.log('warn', 'a schedule defined in code replaced the dynamic schedule of the same name', { schedule: name });
+    if (toBool(row.taken_over)) deps.log('warn', 'a schedule defined in code replaced the dynamic schedule of the same name', { schedule: name });
     const task = deps.registry.get(String(row.task));
     if (!task) {
       // Another deployment may run this task; this one must not enqueue what it cannot check.

@@ -7,7 +7,7 @@ import { SCHEDULE_NAME, type CatchUp, type Overlap } from '../core/schedule.ts';
 import { timelineOf } from '../core/schedule-timeline.ts';
 import type { JobStatus } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
-import { toDate } from '../store/rows.ts';
+import { toBool, toDate } from '../store/rows.ts';
 import { deleteSchedule, listSchedules, putSchedule } from '../store/schedules.ts';
 import type { Row, Sql } from '../store/sql.ts';
 import { fireDueSchedules, timingOf } from './fire-due-schedules.ts';
@@ -112,7 +112,7 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
       refuseStatic(name);
       const schedule = parseDynamicSchedule(name, input, registry);
       const [row] = await sql.query(putSchedule({ now: now(), schedule: toScheduleRow(schedule) }));
-      return { schedule: toScheduleInfo(row!), created: row!.created === true };
+      return { schedule: toScheduleInfo(row!), created: toBool(row!.created) };
     },
     async deleteSchedule(name) {
       if (!SCHEDULE_NAME.test(name)) return false; // no schedule can have this name
@@ -139,7 +139,7 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
 
 function toScheduleInfo(row: Row): ScheduleInfo {
   const timing = timingOf(row);
-  const enabled = row.enabled === true || row.enabled === 't';
+  const enabled = toBool(row.enabled);
   const nextRunAt = !enabled ? null : row.next_run_at ? toDate(row.next_run_at) : safeNext(() => timelineOf(timing, String(row.name)).next(toDate(row.watermark)));
   return {
     name: String(row.name),

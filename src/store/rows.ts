@@ -6,6 +6,11 @@ export function toDate(value: unknown): Date {
   return value instanceof Date ? value : new Date(String(value));
 }
 
+/** A boolean column: parsed (true) or in PostgreSQL's text form ('t'). */
+export function toBool(value: unknown): boolean {
+  return value === true || value === 't';
+}
+
 function toDateOrNull(value: unknown): Date | null {
   return value === null || value === undefined ? null : toDate(value);
 }
@@ -32,7 +37,7 @@ export function mapJob(row: Row): Job {
     timeoutMs: Number(row.timeout_ms),
     lockedBy: toStringOrNull(row.locked_by),
     lockedUntil: toDateOrNull(row.locked_until),
-    cancelRequested: row.cancel_requested === true || row.cancel_requested === 't',
+    cancelRequested: toBool(row.cancel_requested),
     lastError: toStringOrNull(row.last_error),
     result: toJson(row.result),
     idempotencyKey: toStringOrNull(row.idempotency_key),
