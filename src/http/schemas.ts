@@ -66,6 +66,7 @@ export const ListSchedulesQuery = z.strictObject({
     .optional()
     .openapi({ description: `Page size, 1 to ${SCHEDULE_LIST_LIMIT.max}. Default ${SCHEDULE_LIST_LIMIT.default}.` }),
   cursor: z.string().regex(SCHEDULE_NAME).optional().openapi({ description: '`nextCursor` of the previous page.' }),
+  prefix: z.string().regex(SCHEDULE_NAME).optional().openapi({ description: 'Only names that start with it (plain characters, no patterns).', example: 'tenant-42-' }),
 });
 
 export const ScheduleInput = scheduleInputSchema.clone().openapi('ScheduleInput', {

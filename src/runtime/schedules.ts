@@ -51,6 +51,8 @@ export interface ListSchedulesOptions {
   limit?: number;
   /** `nextCursor` of the previous page (the last name listed); omitted for the first page. */
   cursor?: string;
+  /** Only schedules whose name starts with it (one tenant's, say); plain characters, no patterns. */
+  prefix?: string;
 }
 
 export interface SchedulePage {
@@ -126,8 +128,10 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
         throw new SkiplockError('invalid_request', `limit must be an integer from 1 to ${SCHEDULE_LIST_LIMIT.max}`, [{ path: ['limit'], message: 'out of range' }]);
       if (options.cursor !== undefined && !SCHEDULE_NAME.test(options.cursor))
         throw new SkiplockError('invalid_request', 'cursor must be the nextCursor of a previous page', [{ path: ['cursor'], message: 'not a schedule name' }]);
+      if (options.prefix !== undefined && !SCHEDULE_NAME.test(options.prefix))
+        throw new SkiplockError('invalid_request', 'prefix must be the start of a schedule name: 1–200 of [A-Za-z0-9_.:-]', [{ path: ['prefix'], message: 'not a schedule name' }]);
       // One row more than asked tells whether another page exists.
-      const rows = await sql.query(listSchedules({ staticNames: [...statics.keys()], after: options.cursor ?? null, limit: limit + 1 }));
+      const rows = await sql.query(listSchedules({ staticNames: [...statics.keys()], after: options.cursor ?? null, prefix: options.prefix ?? null, limit: limit + 1 }));
       // A static schedule no tick has stored yet is still listed, from its definition.
       const schedules = rows.slice(0, limit).map((row) => (row.name === null || row.name === undefined ? unstoredInfo(statics.get(String(row.listed_name))!) : toScheduleInfo(row)));
       const last = schedules[schedules.length - 1];

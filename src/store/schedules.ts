@@ -197,13 +197,14 @@ export function deleteSchedule(p: { name: string }): Statement {
  * One page of the schedules a deployment lists: every dynamic one and the static ones it defines
  * — including those no tick has stored yet, which come back with only `listed_name` (the caller
  * fills them in from code). By name in byte order (COLLATE "C", as JavaScript sorts), after the
- * cursor `after`.
+ * cursor `after`, and only names that start with `prefix` when one is given.
  */
-export function listSchedules(p: { staticNames: readonly string[]; after: string | null; limit: number }): Statement {
+export function listSchedules(p: { staticNames: readonly string[]; after: string | null; prefix: string | null; limit: number }): Statement {
   const page = `(SELECT name FROM (SELECT name FROM skiplock.schedule WHERE source = 'dynamic' OR name = ANY($1::text[])
                                   UNION SELECT unnest($1::text[])) n
-                  WHERE $2::text IS NULL OR name COLLATE "C" > $2::text COLLATE "C"
+                  WHERE ($2::text IS NULL OR name COLLATE "C" > $2::text COLLATE "C")
+                    AND ($4::text IS NULL OR starts_with(name, $4::text))
                   ORDER BY name COLLATE "C" LIMIT $3) page
                 LEFT JOIN skiplock.schedule s ON s.name = page.name`;
-  return statement(`${WITH_LAST_FIRING(page, 'page.name AS listed_name, ')} ORDER BY page.name COLLATE "C"`, [p.staticNames, p.after, p.limit]);
+  return statement(`${WITH_LAST_FIRING(page, 'page.name AS listed_name, ')} ORDER BY page.name COLLATE "C"`, [p.staticNames, p.after, p.limit, p.prefix]);
 }

@@ -380,6 +380,12 @@ describe('schedules, a page at a time', () => {
       expect([...second.matchAll(/data-schedule="([^"]+)"/g)].map((m) => m[1])).toEqual(['tenant-100']);
       expect(second).not.toContain('rel="next"');
       expect((await getPage(t2, '/schedules?cursor=%00', session)).status).toBe(400);
+      // Filtered by the start of the name; the pager keeps the filter.
+      const filtered = await (await getPage(t2, '/schedules?prefix=tenant-05', session)).text();
+      expect([...filtered.matchAll(/data-schedule="([^"]+)"/g)].map((m) => m[1])).toEqual(Array.from({ length: 10 }, (_, i) => `tenant-05${i}`));
+      expect(filtered).toContain('<input name="prefix" value="tenant-05"');
+      const none = await (await getPage(t2, '/schedules?prefix=nobody', session)).text();
+      expect(none).toContain('No schedules with names that start with this.');
     } finally {
       await t2.close();
     }

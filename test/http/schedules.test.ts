@@ -110,7 +110,21 @@ describe('GET /v1/schedules', () => {
     } while (cursor);
     expect(seen).toEqual([['nightly', 'page-a'], ['page-b', 'page-c'], ['page-d', 'static-report'], ['zz-last']]);
 
-    for (const query of ['limit=0', 'limit=1001', 'limit=x', 'cursor=', 'cursor=bad%20name', 'other=1']) {
+    // A prefix narrows the listing (one tenant's schedules, say), and pages the same way.
+    const prefixed: string[][] = [];
+    cursor = null;
+    do {
+      const res = await t.call('GET', `/v1/schedules?prefix=page-&limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      const page = (await res.json()) as { schedules: { name: string }[]; nextCursor: string | null };
+      prefixed.push(page.schedules.map((s) => s.name));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(prefixed).toEqual([['page-a', 'page-b', 'page-c'], ['page-d']]);
+    // '_' and '%' are plain characters in a prefix, not patterns.
+    expect(((await (await t.call('GET', '/v1/schedules?prefix=page_')).json()) as any).schedules).toEqual([]);
+    expect(((await (await t.call('GET', '/v1/schedules?prefix=static-')).json()) as any).schedules.map((s: any) => s.name)).toEqual(['static-report']);
+
+    for (const query of ['limit=0', 'limit=1001', 'limit=x', 'cursor=', 'cursor=bad%20name', 'prefix=', 'prefix=a%25', 'other=1']) {
       const res = await t.call('GET', `/v1/schedules?${query}`);
       expect(res.status, query).toBe(400);
       expect(((await res.json()) as any).error.code).toBe('invalid_request');

@@ -7,18 +7,25 @@ import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 
 export async function schedulesPage(deps: DashboardDeps, { c, now }: PageRequest): Promise<PageResult> {
   const cursor = c.req.query('cursor') || undefined;
-  const { schedules, nextCursor } = await deps.skiplock.listSchedules({ cursor });
+  const prefix = c.req.query('prefix') || undefined;
+  const { schedules, nextCursor } = await deps.skiplock.listSchedules({ cursor, prefix });
+  const query = (extra: Record<string, string>) => new URLSearchParams({ ...(prefix ? { prefix } : {}), ...extra }).toString();
   const body = html`<h1>Schedules</h1>
 <p class="subtitle">Static schedules come from code (createSkiplock), dynamic ones from <code>PUT /v1/schedules/:name</code>. A schedule is <em>silent</em> when its next run is over 3 minutes overdue: nothing is ticking.</p>
 <section class="card flush">
+  <form class="filters" method="get" action="/schedules">
+    <label>Name starts with <input name="prefix" value="${prefix ?? ''}" placeholder="tenant-42-" maxlength="200"></label>
+    <button type="submit" class="primary">Filter</button>
+    ${prefix ? html`<a class="button" href="/schedules">Clear</a>` : ''}
+  </form>
 ${schedules.length === 0
-    ? html`<div class="empty">No schedules.</div>`
+    ? html`<div class="empty">No schedules${prefix ? ' with names that start with this' : ''}.</div>`
     : html`<table class="schedules">
 <thead><tr><th>Schedule</th><th>When</th><th>Task</th><th>Next run</th><th>Last fired</th><th>Last run</th><th>Health</th></tr></thead>
 <tbody>${schedules.map((s) => scheduleRow(s, now))}</tbody></table>`}
 ${nextCursor || cursor
-    ? html`<div class="pager"><span>${schedules.length} shown</span><span>${cursor ? html`<a href="/schedules">« First</a>` : ''}
-      ${nextCursor ? html` <a href="/schedules?${new URLSearchParams({ cursor: nextCursor }).toString()}" rel="next">More »</a>` : ''}</span></div>`
+    ? html`<div class="pager"><span>${schedules.length} shown</span><span>${cursor ? html`<a href="/schedules${prefix ? `?${query({})}` : ''}">« First</a>` : ''}
+      ${nextCursor ? html` <a href="/schedules?${query({ cursor: nextCursor })}" rel="next">More »</a>` : ''}</span></div>`
     : ''}
 </section>`;
   return { title: 'Schedules', section: 'schedules', body };
