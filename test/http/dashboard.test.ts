@@ -383,7 +383,7 @@ describe('schedules, a page at a time', () => {
       // Filtered by the start of the name; the pager keeps the filter.
       const filtered = await (await getPage(t2, '/schedules?prefix=tenant-05', session)).text();
       expect([...filtered.matchAll(/data-schedule="([^"]+)"/g)].map((m) => m[1])).toEqual(Array.from({ length: 10 }, (_, i) => `tenant-05${i}`));
-      expect(filtered).toContain('<input name="prefix" value="tenant-05"');
+      expect(filtered).toContain('<input type="text" name="prefix" value="tenant-05"');
       const none = await (await getPage(t2, '/schedules?prefix=nobody', session)).text();
       expect(none).toContain('No schedules with names that start with this.');
     } finally {

@@ -14,7 +14,7 @@ export async function schedulesPage(deps: DashboardDeps, { c, now }: PageRequest
 <p class="subtitle">Static schedules come from code (createSkiplock), dynamic ones from <code>PUT /v1/schedules/:name</code>. A schedule is <em>silent</em> when its next run is over 3 minutes overdue: nothing is ticking.</p>
 <section class="card flush">
   <form class="filters" method="get" action="/schedules">
-    <label>Name starts with <input name="prefix" value="${prefix ?? ''}" placeholder="tenant-42-" maxlength="200"></label>
+    <label>Name starts with <input type="text" name="prefix" value="${prefix ?? ''}" placeholder="tenant-42-" maxlength="200"></label>
     <button type="submit" class="primary">Filter</button>
     ${prefix ? html`<a class="button" href="/schedules">Clear</a>` : ''}
   </form>
