@@ -29,6 +29,12 @@ export class SkiplockError extends Error {
   }
 }
 
+/** Refuses a count option outside 1…max (a page size, a number of minutes) as invalid_request. */
+export function checkRange(name: string, value: number, max: number): void {
+  if (!Number.isInteger(value) || value < 1 || value > max)
+    throw new SkiplockError('invalid_request', `${name} must be an integer from 1 to ${max}`, [{ path: [name], message: 'out of range' }]);
+}
+
 /**
  * Thrown by a handler (or any error with `permanent: true`) to say that retrying cannot help:
  * the job goes to DEAD on this attempt, for a person to review.

@@ -44,27 +44,25 @@ export const JobIdParam = z.object({
   id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: '42' }),
 });
 
-export const ListJobsQuery = z.strictObject({
-  status: z.enum(JOB_STATUSES).optional(),
-  task: storableText.min(1).max(200).optional(),
-  limit: z.coerce
+/** The `limit` query parameter of a paged list. */
+const pageLimit = (limits: { default: number; max: number }) =>
+  z.coerce
     .number()
     .int()
     .min(1)
-    .max(LIST_LIMIT.max)
+    .max(limits.max)
     .optional()
-    .openapi({ description: `Page size, 1 to ${LIST_LIMIT.max}. Default ${LIST_LIMIT.default}.` }),
+    .openapi({ description: `Page size, 1 to ${limits.max}. Default ${limits.default}.` });
+
+export const ListJobsQuery = z.strictObject({
+  status: z.enum(JOB_STATUSES).optional(),
+  task: storableText.min(1).max(200).optional(),
+  limit: pageLimit(LIST_LIMIT),
   cursor: z.string().max(100).optional().openapi({ description: '`nextCursor` of the previous page.' }),
 });
 
 export const ListSchedulesQuery = z.strictObject({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(SCHEDULE_LIST_LIMIT.max)
-    .optional()
-    .openapi({ description: `Page size, 1 to ${SCHEDULE_LIST_LIMIT.max}. Default ${SCHEDULE_LIST_LIMIT.default}.` }),
+  limit: pageLimit(SCHEDULE_LIST_LIMIT),
   cursor: z.string().regex(SCHEDULE_NAME).optional().openapi({ description: '`nextCursor` of the previous page.' }),
   prefix: z.string().regex(SCHEDULE_NAME).optional().openapi({ description: 'Only names that start with it (plain characters, no patterns).', example: 'tenant-42-' }),
 });

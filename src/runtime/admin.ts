@@ -2,7 +2,7 @@
  * Operating the queue by hand: list, cancel, retry, stats, ping. The HTTP API and the CLI call
  * these through the Skiplock facade; all SQL is in src/store/admin.ts.
  */
-import { SkiplockError } from '../core/errors.ts';
+import { checkRange, SkiplockError } from '../core/errors.ts';
 import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
 import { cancelJob, currentTime, jobStats, listJobs, ping, retryJob } from '../store/admin.ts';
 import { jobActivity } from '../store/dashboard.ts';
@@ -98,8 +98,7 @@ export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperatio
   return {
     async listJobs(options = {}) {
       const limit = options.limit ?? LIST_LIMIT.default;
-      if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT.max)
-        throw new SkiplockError('invalid_request', `limit must be an integer from 1 to ${LIST_LIMIT.max}`, [{ path: ['limit'], message: 'out of range' }]);
+      checkRange('limit', limit, LIST_LIMIT.max);
       const beforeId = options.cursor === undefined ? null : decodeCursor(options.cursor);
       // One row more than asked tells whether another page exists.
       const rows = await sql.query(
@@ -119,8 +118,7 @@ export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperatio
       return toStats(row);
     },
     async activity(minutes = ACTIVITY_MINUTES.default) {
-      if (!Number.isInteger(minutes) || minutes < 1 || minutes > ACTIVITY_MINUTES.max)
-        throw new SkiplockError('invalid_request', `minutes must be an integer from 1 to ${ACTIVITY_MINUTES.max}`, [{ path: ['minutes'], message: 'out of range' }]);
+      checkRange('minutes', minutes, ACTIVITY_MINUTES.max);
       const rows = await sql.query(jobActivity({ now: now(), minutes }));
       return rows.map((row) => ({ minute: toDate(row.minute), done: Number(row.done), dead: Number(row.dead), retrying: Number(row.retrying) }));
     },

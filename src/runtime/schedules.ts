@@ -2,7 +2,7 @@
  * Schedules on the Skiplock facade: the static ones from createSkiplock({ schedules }), the
  * dynamic ones put and deleted at run time, the listing of both, and firing (each tick).
  */
-import { SkiplockError } from '../core/errors.ts';
+import { checkRange, SkiplockError } from '../core/errors.ts';
 import { SCHEDULE_NAME, type CatchUp, type Overlap } from '../core/schedule.ts';
 import { timelineOf } from '../core/schedule-timeline.ts';
 import type { JobStatus } from '../core/types.ts';
@@ -124,8 +124,7 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
     },
     async listSchedules(options = {}) {
       const limit = options.limit ?? SCHEDULE_LIST_LIMIT.default;
-      if (!Number.isInteger(limit) || limit < 1 || limit > SCHEDULE_LIST_LIMIT.max)
-        throw new SkiplockError('invalid_request', `limit must be an integer from 1 to ${SCHEDULE_LIST_LIMIT.max}`, [{ path: ['limit'], message: 'out of range' }]);
+      checkRange('limit', limit, SCHEDULE_LIST_LIMIT.max);
       if (options.cursor !== undefined && !SCHEDULE_NAME.test(options.cursor))
         throw new SkiplockError('invalid_request', 'cursor must be the nextCursor of a previous page', [{ path: ['cursor'], message: 'not a schedule name' }]);
       if (options.prefix !== undefined && !SCHEDULE_NAME.test(options.prefix))
