@@ -82,6 +82,8 @@ export interface ScheduleOperations {
    * (a schedule per tenant makes many). SkiplockError invalid_request for a bad limit or cursor.
    */
   listSchedules(options?: ListSchedulesOptions): Promise<SchedulePage>;
+  /** One schedule as listSchedules shows it: a static one of this deployment or a dynamic one. */
+  getSchedule(name: string): Promise<ScheduleInfo | undefined>;
   /** Fires the due schedules now (each tick does this first); resolves to how many jobs it fired. */
   fireDueSchedules(): Promise<number>;
 }
@@ -109,6 +111,21 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
     if (statics.has(name)) throw new SkiplockError('conflict', `schedule ${name} is defined in code; change it there`);
   };
 
+  const list = async (options: ListSchedulesOptions = {}): Promise<SchedulePage> => {
+    const limit = options.limit ?? SCHEDULE_LIST_LIMIT.default;
+    checkRange('limit', limit, SCHEDULE_LIST_LIMIT.max);
+    if (options.cursor !== undefined && !SCHEDULE_NAME.test(options.cursor))
+      throw new SkiplockError('invalid_request', 'cursor must be the nextCursor of a previous page', [{ path: ['cursor'], message: 'not a schedule name' }]);
+    if (options.prefix !== undefined && !SCHEDULE_NAME.test(options.prefix))
+      throw new SkiplockError('invalid_request', 'prefix must be the start of a schedule name: 1–200 of [A-Za-z0-9_.:-]', [{ path: ['prefix'], message: 'not a schedule name' }]);
+    // One row more than asked tells whether another page exists.
+    const rows = await sql.query(listSchedules({ staticNames: [...statics.keys()], after: options.cursor ?? null, prefix: options.prefix ?? null, limit: limit + 1 }));
+    // A static schedule no tick has stored yet is still listed, from its definition.
+    const schedules = rows.slice(0, limit).map((row) => (row.name === null || row.name === undefined ? unstoredInfo(statics.get(String(row.listed_name))!) : toScheduleInfo(row)));
+    const last = schedules[schedules.length - 1];
+    return { schedules, nextCursor: rows.length > limit && last ? last.name : null };
+  };
+
   return {
     async putSchedule(name, input) {
       refuseStatic(name);
@@ -122,19 +139,13 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
       const rows = await sql.query(deleteSchedule({ name }));
       return rows.length > 0;
     },
-    async listSchedules(options = {}) {
-      const limit = options.limit ?? SCHEDULE_LIST_LIMIT.default;
-      checkRange('limit', limit, SCHEDULE_LIST_LIMIT.max);
-      if (options.cursor !== undefined && !SCHEDULE_NAME.test(options.cursor))
-        throw new SkiplockError('invalid_request', 'cursor must be the nextCursor of a previous page', [{ path: ['cursor'], message: 'not a schedule name' }]);
-      if (options.prefix !== undefined && !SCHEDULE_NAME.test(options.prefix))
-        throw new SkiplockError('invalid_request', 'prefix must be the start of a schedule name: 1–200 of [A-Za-z0-9_.:-]', [{ path: ['prefix'], message: 'not a schedule name' }]);
-      // One row more than asked tells whether another page exists.
-      const rows = await sql.query(listSchedules({ staticNames: [...statics.keys()], after: options.cursor ?? null, prefix: options.prefix ?? null, limit: limit + 1 }));
-      // A static schedule no tick has stored yet is still listed, from its definition.
-      const schedules = rows.slice(0, limit).map((row) => (row.name === null || row.name === undefined ? unstoredInfo(statics.get(String(row.listed_name))!) : toScheduleInfo(row)));
-      const last = schedules[schedules.length - 1];
-      return { schedules, nextCursor: rows.length > limit && last ? last.name : null };
+    listSchedules: list,
+    async getSchedule(name) {
+      if (!SCHEDULE_NAME.test(name)) return undefined; // no schedule can have this name
+      // In byte order a name comes before every longer name it starts: the first listed with it
+      // as the prefix is the schedule itself, if there is one.
+      const [first] = (await list({ prefix: name, limit: 1 })).schedules;
+      return first?.name === name ? first : undefined;
     },
     fireDueSchedules: () => fireDueSchedules({ sql, registry, statics: staticRows, now, log: deps.log, warned }),
   };

@@ -59,7 +59,7 @@ const consoleLog: Logger = (level, message, fields) => console[level](`[skiplock
 
 /**
  * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/admin.ts); putSchedule,
- * deleteSchedule, listSchedules, fireDueSchedules (src/runtime/schedules.ts).
+ * deleteSchedule, listSchedules, getSchedule, fireDueSchedules (src/runtime/schedules.ts).
  */
 export interface Skiplock extends AdminOperations, ScheduleOperations {
   readonly sql: Sql;

@@ -26,6 +26,7 @@ const ROUTES: [method: string, path: () => string, access: Access, ok: number | 
   ['GET', () => '/v1/schedules', 'api', 200],
   // Created, then replaced.
   ['PUT', () => '/v1/schedules/nightly', 'api', [201, 200], { cron: '0 3 * * *', task: 'echo', payload: { message: 'n' } }],
+  ['GET', () => '/v1/schedules/nightly', 'api', [200, 404]],
   // Deleted, then not there any more.
   ['DELETE', () => '/v1/schedules/nightly', 'api', [200, 404]],
   ['GET', () => '/v1/nope', 'api', 404],

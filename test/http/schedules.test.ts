@@ -146,6 +146,23 @@ describe('GET /v1/schedules', () => {
   });
 });
 
+describe('GET /v1/schedules/:name', () => {
+  test('one schedule, static (even before a tick stored it) or dynamic; 404 for none, and for names no schedule can have', async () => {
+    await t.call('PUT', '/v1/schedules/one-tenant', { body: { cron: '0 5 * * *', task: 'echo', payload: { message: 'one' } } });
+    await t.call('PUT', '/v1/schedules/one-tenant-extra', { body: { cron: '0 6 * * *', task: 'echo', payload: { message: 'two' } } });
+    const res = await t.call('GET', '/v1/schedules/one-tenant');
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as any).schedule).toMatchObject({ name: 'one-tenant', source: 'dynamic', cron: '0 5 * * *', payload: { message: 'one' } });
+    expect(((await (await t.call('GET', '/v1/schedules/static-report')).json()) as any).schedule).toMatchObject({ name: 'static-report', source: 'static' });
+    const missing = await t.call('GET', '/v1/schedules/one-tenan');
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: { code: 'not_found' } });
+    for (const name of ['%00', 'x'.repeat(201), 'a%20b']) expect((await t.call('GET', `/v1/schedules/${name}`)).status, name).toBe(404);
+    expect((await t.call('GET', '/v1/schedules/one-tenant', { token: 'wrong' })).status).toBe(401);
+    for (const name of ['one-tenant', 'one-tenant-extra']) await t.call('DELETE', `/v1/schedules/${name}`);
+  });
+});
+
 describe('DELETE /v1/schedules/:name', () => {
   test('removes a dynamic schedule (200), then 404; a static one is 409; impossible names are 404', async () => {
     const res = await t.call('DELETE', '/v1/schedules/nightly');

@@ -21,6 +21,16 @@ const listRoute = createRoute({
   responses: { 200: jsonContent(ScheduleList, 'One page; pass nextCursor as cursor for the next'), ...errorResponses(400, 401) },
 });
 
+const getRoute = createRoute({
+  method: 'get',
+  path: '/v1/schedules/{name}',
+  summary: 'One schedule: a static one of this deployment or a dynamic one',
+  tags: ['schedules'],
+  security: bearerSecurity,
+  request: { params: NameParam },
+  responses: { 200: jsonContent(ScheduleEnvelope, 'The schedule'), ...errorResponses(401, 404) },
+});
+
 const putRoute = createRoute({
   method: 'put',
   path: '/v1/schedules/{name}',
@@ -54,6 +64,13 @@ export function registerScheduleRoutes(app: App, { skiplock }: RouteDeps): void 
   app.openapi(listRoute, async (c) => {
     const page = await skiplock.listSchedules(c.req.valid('query'));
     return c.json({ schedules: page.schedules.map(scheduleToJson), nextCursor: page.nextCursor }, 200);
+  });
+
+  app.openapi(getRoute, async (c) => {
+    const { name } = c.req.valid('param');
+    const schedule = await skiplock.getSchedule(name);
+    if (!schedule) throw new SkiplockError('not_found', `no schedule ${JSON.stringify(name)}`);
+    return c.json({ schedule: scheduleToJson(schedule) }, 200);
   });
 
   app.openapi(putRoute, async (c) => {
