@@ -5,7 +5,7 @@ export type { TickOptions } from './runtime/tick.ts';
 export type { ActivityMinute, CancelResult, JobPage, JobStats, ListJobsOptions } from './runtime/admin.ts';
 export { createApp, type AppOptions } from './http/app.ts';
 export { defineSchedule, scheduleInputSchema, type Schedule, type ScheduleDefinition, type ScheduleInput } from './runtime/schedule-definition.ts';
-export { scheduleToJson, type PutScheduleResult, type ScheduleInfo } from './runtime/schedules.ts';
+export { scheduleToJson, type ListSchedulesOptions, type PutScheduleResult, type ScheduleInfo, type SchedulePage } from './runtime/schedules.ts';
 export type { CatchUp, Overlap } from './core/schedule.ts';
 export { PermanentError, SkiplockError, type ErrorCode } from './core/errors.ts';
 export type { Backoff, BackoffOptions } from './core/backoff.ts';
