@@ -5,7 +5,7 @@
 import { z } from '@hono/zod-openapi';
 import { JOB_STATUSES } from '../core/types.ts';
 import { unstorableText } from '../core/json.ts';
-import { LIST_LIMIT } from '../runtime/admin.ts';
+import { LIST_LIMIT, RETRY_DEAD_LIMIT } from '../runtime/admin.ts';
 import { enqueueInputSchema } from '../runtime/enqueue.ts';
 import { scheduleInputSchema } from '../runtime/schedule-definition.ts';
 import { SCHEDULE_LIST_LIMIT } from '../runtime/schedules.ts';
@@ -60,6 +60,15 @@ export const ListJobsQuery = z.strictObject({
   limit: pageLimit(LIST_LIMIT),
   cursor: z.string().max(100).optional().openapi({ description: '`nextCursor` of the previous page.' }),
 });
+
+export const RetryDeadInput = z
+  .strictObject({
+    task: storableText.min(1).max(200).optional().openapi({ description: 'Only this task’s DEAD jobs; all of them when omitted.' }),
+    limit: z.number().int().min(1).max(RETRY_DEAD_LIMIT).optional().openapi({ description: `At most this many, oldest first. Default and most ${RETRY_DEAD_LIMIT}.` }),
+  })
+  .openapi('RetryDeadInput');
+
+export const RetryDeadResult = z.object({ retried: z.number().int() }).openapi('RetryDeadResult');
 
 export const ListSchedulesQuery = z.strictObject({
   limit: pageLimit(SCHEDULE_LIST_LIMIT),

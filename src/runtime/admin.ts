@@ -3,8 +3,9 @@
  * these through the Skiplock facade; all SQL is in src/store/admin.ts.
  */
 import { checkRange, SkiplockError } from '../core/errors.ts';
+import { unstorableText } from '../core/json.ts';
 import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
-import { cancelJob, currentTime, jobStats, listJobs, ping, retryJob } from '../store/admin.ts';
+import { cancelJob, currentTime, jobStats, listJobs, ping, retryDeadJobs, retryJob } from '../store/admin.ts';
 import { jobActivity } from '../store/dashboard.ts';
 import type { Clock } from '../store/clock.ts';
 import { mapJob, toBool, toDate } from '../store/rows.ts';
@@ -26,6 +27,16 @@ export interface ListJobsOptions {
   limit?: number;
   /** `nextCursor` of the previous page; omitted for the first page. */
   cursor?: string;
+}
+
+/** Jobs one retryDead call puts back, at most. */
+export const RETRY_DEAD_LIMIT = 1000;
+
+export interface RetryDeadOptions {
+  /** Only this task's DEAD jobs; all of them when omitted. */
+  task?: string;
+  /** At most this many, 1 to 1000. Default 1000. */
+  limit?: number;
 }
 
 export interface JobPage {
@@ -71,6 +82,11 @@ export interface AdminOperations {
   cancelJob(id: string): Promise<CancelResult>;
   /** DEAD or CANCELLED → QUEUED, due now, attempts reset; not_found, or conflict otherwise. */
   retryJob(id: string): Promise<Job>;
+  /**
+   * DEAD → QUEUED for up to `limit` jobs (default and most 1000), oldest first, of one task or of
+   * all; resolves to how many. Call it again until it answers 0. CANCELLED jobs are left alone.
+   */
+  retryDead(options?: RetryDeadOptions): Promise<number>;
   /** Job counts by status and task, and the queue's lag. */
   stats(): Promise<JobStats>;
   /**
@@ -113,6 +129,14 @@ export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperatio
       return { job, outcome: job.status === 'CANCELLED' ? 'cancelled' : 'requested' };
     },
     retryJob: (id) => updateOne(id, retryJob, 'retried (only DEAD or CANCELLED jobs can)'),
+    async retryDead(options = {}) {
+      const limit = options.limit ?? RETRY_DEAD_LIMIT;
+      checkRange('limit', limit, RETRY_DEAD_LIMIT);
+      // A task name PostgreSQL cannot store is no job's task.
+      if (options.task !== undefined && unstorableText(options.task) !== undefined) return 0;
+      const [row] = await sql.query(retryDeadJobs({ now: now(), task: options.task ?? null, limit }));
+      return Number(row?.retried ?? 0);
+    },
     async stats() {
       const [row] = await sql.query(jobStats({ now: now() }));
       return toStats(row);

@@ -68,6 +68,31 @@ export function cancelJob(p: { now: Clock; id: string }): Statement {
   );
 }
 
+/**
+ * DEAD → QUEUED for many jobs at once (after the bug that killed them is fixed): at most `limit`,
+ * oldest first, of one task or of all; like retryJob otherwise. Returns how many.
+ */
+export function retryDeadJobs(p: { now: Clock; task: string | null; limit: number }): Statement {
+  return statement(
+    `WITH picked AS (
+       SELECT id FROM skiplock.job
+        WHERE status = 'DEAD' AND ($2::text IS NULL OR task = $2::text)
+        ORDER BY id
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
+     ),
+     retried AS (
+       UPDATE skiplock.job j SET
+         status = 'QUEUED', attempts = 0, run_at = ${NOW}, finished_at = NULL, result = NULL,
+         cancel_requested = false, updated_at = ${NOW}
+       FROM picked WHERE j.id = picked.id AND j.status = 'DEAD'
+       RETURNING j.id
+     )
+     SELECT count(*)::int AS retried FROM retried`,
+    [clock(p.now), p.task, p.limit],
+  );
+}
+
 /** DEAD or CANCELLED → QUEUED, due now, with a fresh set of attempts (last_error is kept). */
 export function retryJob(p: { now: Clock; id: string }): Statement {
   return updateOneJob(

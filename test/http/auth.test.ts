@@ -22,6 +22,7 @@ const ROUTES: [method: string, path: () => string, access: Access, ok: number | 
   ['GET', () => '/v1/jobs/123456789', 'api', 404],
   ['POST', () => `/v1/jobs/${jobId}/retry`, 'api', 409],
   ['POST', () => '/v1/jobs/123456789/cancel', 'api', 404],
+  ['POST', () => '/v1/jobs/retry-dead', 'api', 200, { task: 'poison' }],
   ['GET', () => '/v1/stats', 'api', 200],
   ['GET', () => '/v1/schedules', 'api', 200],
   // Created, then replaced.

@@ -60,3 +60,34 @@ test('cancelling a RUNNING job: 202, then the tick aborts its handler and the jo
   expect((await t.call('POST', `/v1/jobs/${job.id}/retry`)).status).toBe(200);
   expect((await t.call('POST', `/v1/jobs/${job.id}/cancel`)).status).toBe(200);
 });
+
+test('POST /v1/jobs/retry-dead puts DEAD jobs back in the queue, all or one task, a bounded number at a time', async () => {
+  await t.db.sql.query({ text: `DELETE FROM skiplock.job`, values: [] });
+  const dead = await Promise.all([
+    enqueue({ task: 'poison', payload: {} }),
+    enqueue({ task: 'poison', payload: {} }),
+    enqueue({ task: 'poison', payload: {} }),
+    enqueue({ task: 'flaky', payload: { failTimes: 1 }, maxAttempts: 1 }),
+  ]);
+  const cancelled = await enqueue({ task: 'echo', payload: { message: 'no' }, delayMs: 3_600_000 });
+  await t.call('POST', `/v1/jobs/${cancelled.id}/cancel`);
+  expect(await tick()).toMatchObject({ claimed: 4, dead: 4 });
+
+  // One task, two at most: the rest stays DEAD.
+  const some = await t.call('POST', '/v1/jobs/retry-dead', { body: { task: 'poison', limit: 2 } });
+  expect(some.status).toBe(200);
+  expect(await some.json()).toEqual({ retried: 2 });
+  const statuses = async () => Object.fromEntries(await Promise.all(dead.map(async (j: any) => [j.id, (await t.skiplock.getJob(j.id))!.status])));
+  expect(Object.values(await statuses()).sort()).toEqual(['DEAD', 'DEAD', 'QUEUED', 'QUEUED']);
+  // Every task: the two left (a CANCELLED job is a person's decision, not a failure: left alone).
+  expect(await (await t.call('POST', '/v1/jobs/retry-dead', { body: {} })).json()).toEqual({ retried: 2 });
+  expect(Object.values(await statuses())).toEqual(['QUEUED', 'QUEUED', 'QUEUED', 'QUEUED']);
+  expect(await t.skiplock.getJob(dead[0].id)).toMatchObject({ attempts: 0, finishedAt: null, lastError: expect.stringContaining('poison') });
+  expect((await t.skiplock.getJob(cancelled.id))?.status).toBe('CANCELLED');
+  expect(await (await t.call('POST', '/v1/jobs/retry-dead', { body: {} })).json()).toEqual({ retried: 0 });
+
+  for (const body of [{ limit: 0 }, { limit: 1001 }, { task: '' }, { task: 'x'.repeat(201) }, { other: 1 }, []]) {
+    const res = await t.call('POST', '/v1/jobs/retry-dead', { body });
+    expect(res.status, JSON.stringify(body)).toBe(400);
+  }
+});

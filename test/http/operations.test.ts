@@ -124,6 +124,7 @@ describe('OpenAPI document and docs page', () => {
         'GET /v1/jobs',
         'POST /v1/jobs/{id}/cancel',
         'POST /v1/jobs/{id}/retry',
+        'POST /v1/jobs/retry-dead',
         'GET /v1/stats',
         'GET /v1/tick',
         'POST /v1/tick',

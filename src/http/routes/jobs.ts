@@ -1,4 +1,4 @@
-/** /v1/jobs: enqueue (one or a batch), read, list, cancel, retry. */
+/** /v1/jobs: enqueue (one or a batch), read, list, cancel, retry (one, or DEAD jobs in bulk). */
 import { createRoute } from '@hono/zod-openapi';
 import { SkiplockError } from '../../core/errors.ts';
 import { jobToJson } from '../../store/rows.ts';
@@ -16,6 +16,8 @@ import {
   JobPage,
   jsonContent,
   ListJobsQuery,
+  RetryDeadInput,
+  RetryDeadResult,
 } from '../schemas.ts';
 
 const enqueueRoute = createRoute({
@@ -96,6 +98,18 @@ const retryRoute = createRoute({
   responses: { 200: jsonContent(JobEnvelope, 'Queued again'), ...errorResponses(401, 404, 409) },
 });
 
+const retryDeadRoute = createRoute({
+  method: 'post',
+  path: '/v1/jobs/retry-dead',
+  summary: 'Run DEAD jobs again, many at once',
+  description: 'After the bug that killed them is fixed: up to `limit` DEAD jobs (default and most 1000), oldest first, of one task or of all, go back to QUEUED as a retry does. Call again until `retried` is 0. CANCELLED jobs are left alone.',
+  tags: ['jobs'],
+  security: bearerSecurity,
+  middleware: [jsonBody] as const,
+  request: { body: { required: true, content: { 'application/json': { schema: RetryDeadInput } } } },
+  responses: { 200: jsonContent(RetryDeadResult, 'How many were queued again'), ...errorResponses(400, 401, 413) },
+});
+
 export function registerJobRoutes(app: App, deps: RouteDeps): void {
   const { skiplock } = deps;
 
@@ -133,6 +147,12 @@ export function registerJobRoutes(app: App, deps: RouteDeps): void {
   app.openapi(cancelRoute, async (c) => {
     const { job, outcome } = await skiplock.cancelJob(c.req.valid('param').id);
     return outcome === 'cancelled' ? c.json({ job: jobToJson(job) }, 200) : c.json({ job: jobToJson(job) }, 202);
+  });
+
+  app.openapi(retryDeadRoute, async (c) => {
+    const retried = await skiplock.retryDead(c.req.valid('json'));
+    if (retried > 0) deps.startWork(c);
+    return c.json({ retried }, 200);
   });
 
   app.openapi(retryRoute, async (c) => {
