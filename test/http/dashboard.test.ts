@@ -173,6 +173,33 @@ describe('actions', () => {
     expect(await statusOf(id)).toBe('QUEUED');
   });
 
+  test('Retry all on the dead letter: one task\'s dead jobs back to the queue, with a count notice; then every task\'s', async () => {
+    const poisoned = [await deadJob(), await deadJob()];
+    // Earlier tests' retried poison jobs died again in those ticks too: count what is there.
+    const n = (await t.skiplock.stats()).byTask.poison!.DEAD;
+    expect(n).toBeGreaterThanOrEqual(2);
+    const page = await (await getPage(t, '/dead?task=poison', cookie)).text();
+    expect(page).toContain('action="/dead/retry"');
+    expect(page).toContain(`<button type="submit" class="primary">Retry all ${n} of poison</button>`);
+    const csrf = await csrfOf(t, cookie, '/dead');
+    const res = await postForm(t, '/dead/retry', { csrf, task: 'poison' }, { cookie });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe(`/dead?task=poison&notice=retried-dead&count=${n}`);
+    for (const id of poisoned) expect(await statusOf(id)).toBe('QUEUED');
+    const after = await (await getPage(t, res.headers.get('location')!, cookie)).text();
+    expect(after).toContain(`${n} dead jobs were retried: QUEUED again`);
+    expect(after).not.toContain('action="/dead/retry"'); // nothing of poison left to retry
+    // Without a task: every task's (none left); a forged count in the URL shows nothing.
+    const again = await postForm(t, '/dead/retry', { csrf }, { cookie });
+    expect(again.headers.get('location')).toMatch(/^\/dead\?notice=retried-dead&count=\d+$/);
+    expect((await t.skiplock.stats()).counts.DEAD).toBe(0);
+    expect(await (await getPage(t, '/dead?notice=retried-dead&count=<b>', cookie)).text()).not.toContain('were retried');
+    // Like every action: a forged CSRF token changes nothing.
+    const left = await deadJob();
+    expect((await postForm(t, '/dead/retry', { csrf: 'forged' }, { cookie })).status).toBe(403);
+    expect(await statusOf(left)).toBe('DEAD');
+  });
+
   test('Cancel: QUEUED → CANCELLED; RUNNING is asked to stop; DEAD cannot be cancelled (the state machine)', async () => {
     const csrf = await csrfOf(t, cookie);
     const queued = await t.skiplock.enqueue({ task: 'echo', payload: { message: 'later' }, delayMs: 3_600_000 });

@@ -1,5 +1,5 @@
 /**
- * The dashboard's POSTs: log in, log out, retry, cancel. Each answers with a redirect (303) back
+ * The dashboard's POSTs: log in, log out, retry, retry every dead job, cancel. Each answers with a redirect (303) back
  * to a page that shows the new state, so a reload never repeats the action.
  */
 import type { Context, Handler } from 'hono';
@@ -46,6 +46,16 @@ export function retry(deps: DashboardDeps): Handler {
       return 'retried';
     }),
   );
+}
+
+/** "Retry all" on the dead letter: up to 1000 of one task's DEAD jobs (or of every task's). */
+export function retryDead(deps: DashboardDeps): Handler {
+  return action(deps, async (c, form) => {
+    const task = form.task ? form.task : undefined;
+    const retried = await deps.skiplock.retryDead(task === undefined ? {} : { task });
+    if (retried > 0) deps.startWork(c);
+    return c.redirect(withQuery('/dead', { ...(task === undefined ? {} : { task }), notice: 'retried-dead', count: String(retried) }), 303);
+  });
 }
 
 export function cancel(deps: DashboardDeps): Handler {

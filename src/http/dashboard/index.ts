@@ -6,10 +6,11 @@
  *   GET  /              overview: counts, lag, the last hour, what needs attention
  *   GET  /jobs          jobs by status and task      GET /jobs/:id   one job
  *   GET  /dead          the dead letter              GET /schedules  schedules
- *   POST /jobs/:id/retry, /jobs/:id/cancel           GET|POST /login, POST /logout
+ *   POST /jobs/:id/retry, /jobs/:id/cancel       GET|POST /login, POST /logout
+ *   POST /dead/retry    every dead job (or one task's) back to the queue
  */
 import type { App, RouteDeps } from '../app-types.ts';
-import { cancel, login, loginForm, logout, retry } from './actions.ts';
+import { cancel, login, loginForm, logout, retry, retryDead } from './actions.ts';
 import { deadPage } from './pages/dead.ts';
 import { jobPage } from './pages/job.ts';
 import { jobsPage } from './pages/jobs.ts';
@@ -26,6 +27,7 @@ export function registerDashboardRoutes(app: App, routeDeps: RouteDeps): void {
   app.get('/dead', page(deps, (request) => deadPage(deps, request)));
   app.get('/schedules', page(deps, (request) => schedulesPage(deps, request)));
   app.post('/jobs/:id/retry', retry(deps));
+  app.post('/dead/retry', retryDead(deps));
   app.post('/jobs/:id/cancel', cancel(deps));
   app.get('/login', loginForm(deps));
   app.post('/login', login(deps));

@@ -20,8 +20,16 @@ export const NOTICES = {
 
 export type NoticeCode = keyof typeof NOTICES;
 
+/** The notice after a bulk retry of the dead letter: `?notice=retried-dead&count=<n>`. */
+function bulkNotice(count: string | undefined): Html | undefined {
+  if (count === undefined || !/^\d{1,7}$/.test(count)) return undefined;
+  const n = Number(count);
+  return html`<div class="notice" role="status">${n === 0 ? 'No dead jobs were left to retry.' : html`${n} dead job${n === 1 ? ' was' : 's were'} retried: QUEUED again, due now, with fresh attempts.`}</div>`;
+}
+
 export function noticeOf(c: Context): Html | undefined {
   const code = c.req.query('notice');
+  if (code === 'retried-dead') return bulkNotice(c.req.query('count'));
   const id = c.req.query('job');
   if (code === undefined || !Object.hasOwn(NOTICES, code) || id === undefined || !isJobId(id)) return undefined;
   const notice = NOTICES[code as NoticeCode];

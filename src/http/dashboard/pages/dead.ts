@@ -4,6 +4,7 @@
  */
 import { html } from 'hono/html';
 import type { Job } from '../../../core/types.ts';
+import { RETRY_DEAD_LIMIT } from '../../../runtime/admin.ts';
 import { formatTime, relativeTime, truncate, type Html } from '../format.ts';
 import { noticeOf } from '../notice.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
@@ -24,13 +25,23 @@ export async function deadPage(deps: DashboardDeps, { c, csrf, now }: PageReques
     <a href="/dead"${task ? '' : html` class="active"`}>all tasks · ${stats.counts.DEAD}</a>
     ${deadTasks.map(([name, counts]) => html`<a href="/dead?${new URLSearchParams({ task: name }).toString()}"${name === task ? html` class="active"` : ''}>${name} · ${counts.DEAD}</a>`)}
   </div>
-  ${page.jobs.length === 0 ? html`<div class="empty">No dead jobs${task ? ' for this task' : ''}. Nothing to review.</div>` : deadTable(page.jobs, csrf, here, now)}
+  ${page.jobs.length === 0 ? html`<div class="empty">No dead jobs${task ? ' for this task' : ''}. Nothing to review.</div>` : html`${retryAll(task ? (stats.byTask[task]?.DEAD ?? 0) : stats.counts.DEAD, task, csrf)}${deadTable(page.jobs, csrf, here, now)}`}
   ${page.nextCursor || cursor
     ? html`<div class="pager"><span>${page.jobs.length} shown</span><span>${cursor ? html`<a href="${here}">« Newest</a>` : ''}
       ${page.nextCursor ? html` <a href="/dead?${new URLSearchParams({ ...(task ? { task } : {}), cursor: page.nextCursor }).toString()}" rel="next">Older »</a>` : ''}</span></div>`
     : ''}
 </section>`;
   return { title: 'Dead letter', section: 'dead', body, notice: noticeOf(c) };
+}
+
+/** Once the bug is fixed: every dead job of the task shown (or of all), back to the queue; 1000 a press. */
+function retryAll(count: number, task: string | undefined, csrf: string): Html {
+  const what = count > RETRY_DEAD_LIMIT ? `the oldest ${RETRY_DEAD_LIMIT.toLocaleString('en-US')}` : count === 1 ? 'the dead job' : `all ${count.toLocaleString('en-US')}`;
+  return html`<form class="filters" method="post" action="/dead/retry">
+  <input type="hidden" name="csrf" value="${csrf}">${task ? html`<input type="hidden" name="task" value="${task}">` : ''}
+  <button type="submit" class="primary">Retry ${what}${task ? html` of ${task}` : ''}</button>
+  <span class="muted">Fixed the cause? They go back to the queue, due now, with fresh attempts.</span>
+</form>`;
 }
 
 function deadTable(jobs: readonly Job[], csrf: string, returnTo: string, now: number): Html {
