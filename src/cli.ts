@@ -149,16 +149,16 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
   }
 }
 
-/** The bundled example tasks (when src/tasks is there), plus those of --tasks; the latter win by name. */
+/** The project's tasks (src/tasks/index.ts, when it is there), plus those of --tasks; the latter win by name. */
 async function loadTasks(modulePath: string | undefined): Promise<Task[]> {
-  const examplesFile = fileURLToPath(new URL('./tasks/examples.ts', import.meta.url));
-  const examples: Task[] = existsSync(examplesFile) ? ((await import(pathToFileURL(examplesFile).href)) as { exampleTasks: Task[] }).exampleTasks : [];
-  if (modulePath === undefined) return examples;
+  const projectFile = fileURLToPath(new URL('./tasks/index.ts', import.meta.url));
+  const project: Task[] = existsSync(projectFile) ? [...((await import(pathToFileURL(projectFile).href)) as { tasks: readonly Task[] }).tasks] : [];
+  if (modulePath === undefined) return project;
   const module = (await import(pathToFileURL(resolve(modulePath)).href)) as { tasks?: unknown; default?: unknown };
   const own = module.tasks ?? module.default;
   if (!Array.isArray(own)) throw new UsageError(`${modulePath} must export an array of tasks as \`tasks\` or as its default export`);
   const names = new Set((own as Task[]).map((task) => task.name));
-  return [...examples.filter((task) => !names.has(task.name)), ...(own as Task[])];
+  return [...project.filter((task) => !names.has(task.name)), ...(own as Task[])];
 }
 
 function expectArgs(args: readonly string[], n: number): void {

@@ -19,7 +19,8 @@ import { createPgDriver } from '../store/drivers/pg.ts';
 import { migrate } from '../store/migrate.ts';
 import { loadMigrations } from '../store/migrations-fs.ts';
 import { statement } from '../store/sql.ts';
-import { exampleSchedules, exampleTasks } from '../tasks/examples.ts';
+import type { Schedule } from '../runtime/schedule-definition.ts';
+import { schedules, tasks } from '../tasks/index.ts';
 import { startCronDriver } from './cron-driver.ts';
 import { handleShutdownSignalsHere, startLocalPostgres } from './embedded-postgres.ts';
 import { startNeonProxy } from './neon-proxy.ts';
@@ -76,7 +77,7 @@ async function main(): Promise<{ url: string; token: string; database: string }>
   if (applied.length > 0) console.log(`[start] applied migrations ${applied.join(', ')}`);
 
   if (useNode) {
-    const skiplock = createSkiplock({ sql, tasks: exampleTasks, schedules: exampleSchedules });
+    const skiplock = createSkiplock({ sql, tasks, schedules });
     const runner = await started(
       startNodeRunner({ skiplock, apiToken: token, cronSecret: env.CRON_SECRET, port, drainMs: 3_000 }),
       (runner) => runner.stop(),
@@ -131,14 +132,21 @@ function assertPortFree(port: number): Promise<void> {
   });
 }
 
+function describeTiming({ timing }: Schedule): string {
+  const tz = timing.tz === 'UTC' ? ' UTC' : ` ${timing.tz}`;
+  if (timing.cron !== null) return `cron ${timing.cron}${tz}`;
+  if (timing.everyMs !== null) return `every ${timing.everyMs / 1000} s`;
+  return `daily at ${(timing.daily ?? []).join(', ')}${tz}`;
+}
+
 function printReady({ url, token, database }: { url: string; token: string; database: string }): void {
   console.log(`
 skiplock is running: ${useNode ? 'the Node runner, ticking every second' : 'the Worker in workerd (wrangler dev), ticked by a local minute cron'}
   URL        ${url}   (dashboard: ${url}/ , API docs: ${url}/openapi.json)
   API token  ${token}
   database   ${database}
-  tasks      ${exampleTasks.map((t) => t.name).join(', ')}
-  schedule   ${exampleSchedules.map((s) => `${s.name} (cron ${s.timing.cron} UTC → ${s.task})`).join(', ')}
+  tasks      ${tasks.map((t) => t.name).join(', ')}
+  schedules  ${schedules.map((s) => `${s.name} (${describeTiming(s)} → ${s.task})`).join(', ')}
 
   curl -X POST ${url}/v1/jobs -H 'authorization: Bearer ${token}' -H 'content-type: application/json' \\
        -d '{"task":"echo","payload":{"message":"hello"}}'

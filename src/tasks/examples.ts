@@ -1,6 +1,7 @@
 /**
- * The bundled example tasks (CONTRACT.md) and schedule, registered by `npm start`, the example
- * Worker, the Vercel function and the Node runner. Small on purpose: each shows one behaviour.
+ * The bundled example tasks (CONTRACT.md) and schedule, deployed through src/tasks/index.ts by
+ * `npm start`, the Worker, the Vercel function and the Node runner. Small on purpose: each shows
+ * one behaviour.
  */
 import { z } from 'zod';
 import { PermanentError } from '../core/errors.ts';

@@ -20,7 +20,7 @@ import type { App } from '../../http/app-types.ts';
 import { createSkiplock, type Skiplock } from '../../runtime/skiplock.ts';
 import type { TickOptions } from '../../runtime/tick.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
-import { exampleSchedules, exampleTasks } from '../../tasks/examples.ts';
+import { schedules, tasks } from '../../tasks/index.ts';
 import { intFromEnv, tickOptionsFromEnv, type TickEnv } from '../env-options.ts';
 import type { DurableObjectNamespace } from './runtime-types.ts';
 
@@ -69,7 +69,7 @@ function createDeployment(env: Env): Deployment {
   const httpTick = { ...cronTick, budgetMs: intFromEnv(env.HTTP_TICK_BUDGET_MS, 25_000, 'HTTP_TICK_BUDGET_MS') };
   const alarmTick = { ...cronTick, budgetMs: intFromEnv(env.ALARM_TICK_BUDGET_MS, 25_000, 'ALARM_TICK_BUDGET_MS'), untilIdle: true };
   const sql = createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
-  const skiplock = createSkiplock({ sql, tasks: exampleTasks, schedules: exampleSchedules });
+  const skiplock = createSkiplock({ sql, tasks, schedules });
   const app = createApp({
     skiplock,
     apiToken: env.API_TOKEN,

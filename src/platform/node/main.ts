@@ -7,7 +7,7 @@
 import { createSkiplock } from '../../runtime/skiplock.ts';
 import { createPgDriver } from '../../store/drivers/pg.ts';
 import { loadMigrations } from '../../store/migrations-fs.ts';
-import { exampleSchedules, exampleTasks } from '../../tasks/examples.ts';
+import { schedules, tasks } from '../../tasks/index.ts';
 import { intFromEnv } from '../env-options.ts';
 import { startNodeRunner } from './runner.ts';
 import { onShutdownSignal } from './signals.ts';
@@ -17,7 +17,7 @@ if (!env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
 if (!env.API_TOKEN) throw new Error('API_TOKEN is not set');
 
 const sql = createPgDriver(env.DATABASE_URL);
-const skiplock = createSkiplock({ sql, tasks: exampleTasks, schedules: exampleSchedules });
+const skiplock = createSkiplock({ sql, tasks, schedules });
 await skiplock.migrate(await loadMigrations());
 const runner = await startNodeRunner({
   skiplock,

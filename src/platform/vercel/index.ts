@@ -9,7 +9,7 @@ import { createApp } from '../../http/app.ts';
 import type { App } from '../../http/app-types.ts';
 import { createSkiplock } from '../../runtime/skiplock.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
-import { exampleSchedules, exampleTasks } from '../../tasks/examples.ts';
+import { schedules, tasks } from '../../tasks/index.ts';
 import { tickOptionsFromEnv } from '../env-options.ts';
 
 /** Read by Vercel at build time: this function may run `maxDuration` seconds (Hobby allows up to 300 with Fluid compute). */
@@ -23,7 +23,7 @@ function appFromEnv(env: NodeJS.ProcessEnv): App {
   if (!env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
   if (!env.API_TOKEN) throw new Error('API_TOKEN is not set');
   const sql = createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
-  const skiplock = createSkiplock({ sql, tasks: exampleTasks, schedules: exampleSchedules });
+  const skiplock = createSkiplock({ sql, tasks, schedules });
   return createApp({
     skiplock,
     apiToken: env.API_TOKEN,

@@ -1,0 +1,12 @@
+/**
+ * What this project deploys: the tasks and schedules that every adapter registers — the Worker,
+ * the Vercel function, the Node runner, `npm start` and the CLI. Put yours here; it is the one
+ * file to edit. The examples (CONTRACT.md) are there until you remove them.
+ */
+import type { Schedule } from '../runtime/schedule-definition.ts';
+import type { Task } from '../runtime/task.ts';
+import { exampleSchedules, exampleTasks } from './examples.ts';
+
+export const tasks: readonly Task[] = [...exampleTasks];
+
+export const schedules: readonly Schedule[] = [...exampleSchedules];
