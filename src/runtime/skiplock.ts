@@ -33,6 +33,12 @@ export interface SkiplockConfig {
   schedules?: readonly Schedule[];
   /** Defaults for every tick, overridable per call. */
   tick?: TickOptions;
+  /**
+   * How long finished jobs are kept. Ticks prune by themselves, at most once a minute per process
+   * (serverless deployments run nothing else); `false` leaves it to you (`prune()`). Default: DONE
+   * and CANCELLED 7 days, DEAD until a person acts.
+   */
+  retention?: RetentionOptions | false;
   /** Where warnings go (stale writes, failed statements). Default: console. */
   log?: Logger;
   /**
@@ -54,6 +60,8 @@ export interface RetentionOptions {
 }
 
 const DAY_MS = 24 * 3600 * 1000;
+/** Ticks prune finished jobs at most this often per process. */
+const PRUNE_INTERVAL_MS = 60_000;
 
 const consoleLog: Logger = (level, message, fields) => console[level](`[skiplock] ${message}`, fields ?? '');
 
@@ -95,29 +103,44 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
   const enqueueWithResult = async (input: EnqueueInput) => (await enqueueJobs(sql, registry, [input], now()))[0]!;
   const enqueue = async (input: EnqueueInput) => (await enqueueWithResult(input)).job;
 
+  const prune = async (options: RetentionOptions = {}) => {
+    const [row] = await sql.query(
+      pruneFinishedJobs({
+        now: now(),
+        doneMs: options.doneMs ?? 7 * DAY_MS,
+        cancelledMs: options.cancelledMs ?? 7 * DAY_MS,
+        deadMs: options.deadMs ?? null,
+        limit: options.limit ?? 10_000,
+      }),
+    );
+    return Number(row?.deleted ?? 0);
+  };
+  // Retention by the ticks themselves, at most once a minute per process: serverless deployments
+  // run nothing else. (A local rate limit only; the ages are measured in SQL.)
+  let lastPrune = -Infinity;
+  const retention = config.retention;
+  const housekeeping =
+    retention === false
+      ? undefined
+      : async () => {
+          if (performance.now() - lastPrune < PRUNE_INTERVAL_MS) return;
+          lastPrune = performance.now();
+          await prune(retention);
+        };
+
   return {
     sql,
     tasks: registry,
     enqueue,
     enqueueWithResult,
     enqueueBatch,
-    tick: (options) => tickMetrics.measure(() => tick({ sql, now, log, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules }, { ...config.tick, ...options })),
+    tick: (options) =>
+      tickMetrics.measure(() => tick({ sql, now, log, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, housekeeping }, { ...config.tick, ...options })),
     async reap() {
       const [row] = await sql.query(reapExpiredLeases({ now: now(), limit: 10_000 }));
       return Number(row?.reaped ?? 0);
     },
-    async prune(options = {}) {
-      const [row] = await sql.query(
-        pruneFinishedJobs({
-          now: now(),
-          doneMs: options.doneMs ?? 7 * DAY_MS,
-          cancelledMs: options.cancelledMs ?? 7 * DAY_MS,
-          deadMs: options.deadMs ?? null,
-          limit: options.limit ?? 10_000,
-        }),
-      );
-      return Number(row?.deleted ?? 0);
-    },
+    prune,
     async getJob(id) {
       if (!isJobId(id)) return undefined;
       const [row] = await sql.query(getJob({ id }));

@@ -2,7 +2,8 @@
  * One tick: what every invocation (cron, alarm, HTTP request, Node timer) runs.
  *
  *   fire due schedules (at the start, then at most every fireIntervalMs)
- *   reap expired leases (at the start, then at most every reapIntervalMs)
+ *   reap expired leases (at the start, then at most every reapIntervalMs), and prune finished
+ *     jobs past their retention (at most once a minute per process)
  *   until the deadline, or until idle when asked:
  *     write finished results + claim free slots ... one statement (completeAndClaim)
  *     run handlers ................................ each under its own AbortSignal
@@ -55,6 +56,8 @@ export interface TickDeps {
   now: () => Date | null;
   /** Fires due schedules, before the first claim and then every fireIntervalMs; returns how many jobs it created. */
   beforeClaim?: () => Promise<number>;
+  /** Upkeep run beside the reaper (retention: pruning finished jobs, rate-limited by its owner). */
+  housekeeping?: () => Promise<void>;
   log: (level: 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -197,6 +200,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
       if (claiming && o.reapIntervalMs > 0 && elapsed() - lastReap >= o.reapIntervalMs) {
         lastReap = elapsed();
         if (await reap(sql, now(), counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) queueEmpty = false;
+        await deps.housekeeping?.().catch((error: unknown) => deps.log('warn', 'pruning finished jobs failed', { error: String(error) }));
       }
       const free = claiming ? o.concurrency - running.size : 0;
       if (pending.length > 0 || (free > 0 && !queueEmpty)) {

@@ -63,7 +63,9 @@ export async function skiplockThroughput(p: SkiplockThroughputParams): Promise<T
       if (handled++ === 0) firstStart = performance.now();
     },
   });
-  const skiplock = createSkiplock({ sql: counted.sql, tasks: [noop], log: silent });
+  // Retention off: what is measured is the claim/complete loop. (Ticks prune at most once a minute
+  // per process, one statement; in a run this short it would show as a round trip per tick.)
+  const skiplock = createSkiplock({ sql: counted.sql, tasks: [noop], log: silent, retention: false });
   try {
     if (p.tableStats === 'fresh') await counted.sql.query({ text: `ALTER TABLE skiplock.job SET (autovacuum_enabled = off)`, values: [] });
     await enqueueMany(skiplock, 'noop', p.jobs);
@@ -118,7 +120,7 @@ export async function skiplockLatency(p: SkiplockLatencyParams): Promise<Latency
       latencies.push(performance.now() - payload.t);
     },
   });
-  const skiplock = createSkiplock({ sql, tasks: [stamp], log: silent });
+  const skiplock = createSkiplock({ sql, tasks: [stamp], log: silent, retention: false });
   const stop = new AbortController();
   try {
     if (p.mode === 'poll') {
@@ -160,7 +162,7 @@ export interface MemoryResult {
 export async function skiplockTickMemory(p: { url: string; backlog: number; concurrency: number }): Promise<MemoryResult> {
   const sql = createPgDriver(p.url, { max: 2 });
   const noop = defineTask({ name: 'noop', payload: z.object({}), handler: () => {} });
-  const skiplock = createSkiplock({ sql, tasks: [noop], log: silent });
+  const skiplock = createSkiplock({ sql, tasks: [noop], log: silent, retention: false });
   try {
     await sql.query({
       text: `INSERT INTO skiplock.job (task, payload) SELECT 'noop', '{}'::jsonb FROM generate_series(1, $1)`,

@@ -432,6 +432,42 @@ describe('retention', () => {
   });
 });
 
+describe('retention runs by itself', () => {
+  // Serverless deployments run nothing but ticks: if no tick pruned, finished jobs would pile up
+  // for ever (and every count over the table with them).
+  const finishedLongAgo = async (skiplock: ReturnType<typeof createSkiplock>, statuses: string[]) => {
+    const jobs = await skiplock.enqueueBatch(statuses.map((_, n) => ({ task: 'record', payload: { n } })));
+    const ids = jobs.map((j) => j.job.id);
+    await db.sql.query(statement(
+      `UPDATE skiplock.job SET status = ($3::text[])[id - $1 + 1], attempts = 1, finished_at = $2 WHERE id >= $1`,
+      [ids[0], T0, statuses],
+    ));
+    return ids;
+  };
+
+  test('a tick prunes what retention allows (at most once a minute per process); retention: false turns it off', async () => {
+    const task = recordingTask();
+    let now = at(8 * 24 * 3600_000);
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], now: () => now, log: quiet, retention: { doneMs: 24 * 3600_000 } });
+    await finishedLongAgo(skiplock, ['DONE', 'DONE', 'DEAD', 'CANCELLED']);
+    await skiplock.tick({ untilIdle: true, budgetMs: 5_000 });
+    expect(await count(`SELECT count(*) n FROM skiplock.job`)).toBe(1); // the DEAD one waits for a person
+    // Within the minute, the next tick does not prune again.
+    await finishedLongAgo(skiplock, ['DONE']);
+    await skiplock.tick({ untilIdle: true, budgetMs: 5_000 });
+    expect(await count(`SELECT count(*) n FROM skiplock.job WHERE status = 'DONE'`)).toBe(1);
+    expect(await skiplock.prune()).toBe(1);
+
+    const off = createSkiplock({ sql: db.sql, tasks: [task], now: () => now, log: quiet, retention: false });
+    await finishedLongAgo(off, ['DONE']);
+    await off.tick({ untilIdle: true, budgetMs: 5_000 });
+    expect(await count(`SELECT count(*) n FROM skiplock.job WHERE status = 'DONE'`)).toBe(1);
+    // prune() still works on demand, with the defaults (7 days).
+    expect(await off.prune()).toBe(1);
+    now = at(0);
+  });
+});
+
 describe('schema guards', () => {
   test('CHECK constraints refuse rows that break the state machine', async () => {
     const task = recordingTask();
