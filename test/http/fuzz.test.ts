@@ -123,6 +123,11 @@ const fuzzedScheduleBody = fc.record(
   { requiredKeys: [] },
 );
 const scheduleBody = fc.oneof(fuzzedScheduleBody, validScheduleBody);
+const retryDeadBody = fc.oneof(
+  fc.record({ task: fc.constantFrom('poison', 'echo'), limit: fc.integer({ min: 1, max: 1000 }) }, { requiredKeys: [] }),
+  fc.record({ task: fc.oneof(taskName, anything), limit: fc.oneof(anyNumber, anything), extra: anything }, { requiredKeys: [] }),
+  anything,
+);
 
 /** JSON text broken in random places, or texts that are not quite JSON. */
 function mangled(body: fc.Arbitrary<unknown>): fc.Arbitrary<string> {
@@ -228,6 +233,7 @@ const request: fc.Arbitrary<FuzzRequest> = fc
       fc.tuple(jobId, fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/cancel`, body] as const),
       fc.tuple(jobId, fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/retry`, body] as const),
       { arbitrary: fc.tuple(scheduleName, bodyFor(scheduleBody)).map(([name, body]) => ['PUT', `/v1/schedules/${name}`, body] as const), weight: 2 },
+      bodyFor(retryDeadBody).map((body) => ['POST', '/v1/jobs/retry-dead', body] as const),
       fc.tuple(fc.constantFrom('GET', 'POST'), fc.option(bodyFor(anything), { nil: undefined })).map(([method, body]) => [method, '/v1/tick', method === 'GET' ? undefined : body] as const),
     ),
     contentType,
@@ -274,7 +280,7 @@ test(`${RUNS} random and malformed requests to the mutating routes: no 5xx, and 
   expect(count((s) => s === 400)).toBeGreaterThan(RUNS / 5);
   expect(count((s) => s === 401)).toBeGreaterThan(RUNS / 50);
   // Every mutating route accepted some requests, so the fuzz reached its write path.
-  for (const route of ['POST /v1/jobs', 'POST /v1/jobs/batch', 'POST /v1/jobs/:id/cancel', 'POST /v1/jobs/:id/retry', 'PUT /v1/schedules/:name', 'POST /v1/tick']) {
+  for (const route of ['POST /v1/jobs', 'POST /v1/jobs/batch', 'POST /v1/jobs/:id/cancel', 'POST /v1/jobs/:id/retry', 'POST /v1/jobs/retry-dead', 'PUT /v1/schedules/:name', 'POST /v1/tick']) {
     const tally = byRoute.get(route) ?? {};
     expect(Object.entries(tally).some(([status, n]) => Number(status) < 300 && n > 0), `${route}: ${JSON.stringify(tally)}`).toBe(true);
   }
