@@ -14,7 +14,7 @@
  */
 import { statusAfter, type Outcome } from '../core/state.ts';
 import { emptyTickResult, type Job, type TickResult } from '../core/types.ts';
-import { completeAndClaim, extendLeases, reapExpiredLeases, type ResultRow } from '../store/jobs.ts';
+import { completeAndClaim, extendLeases, reapExpiredLeases, releaseUnseenClaims, type ResultRow } from '../store/jobs.ts';
 import { mapJob } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
@@ -86,6 +86,9 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   const taskNames = [...deps.run.registry.keys()];
   const counts = emptyTickResult();
   const running = new Map<string, RunningJob>();
+  /** Every job this tick claimed and saw; set when a claiming statement failed, so it may hold others. */
+  const seen = new Set<string>();
+  let claimsUnseen = false;
   const pending: { job: Job; outcome: Outcome }[] = [];
   const wakeup = createWakeup();
   let stopping = false;
@@ -136,6 +139,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   const start = (job: Job) => {
     const run = runJob(job, runDeps);
     running.set(job.id, run);
+    seen.add(job.id);
     void run.settled.then((settled) => {
       running.delete(job.id);
       if (settled.kind !== 'lost') pending.push({ job, outcome: settled });
@@ -168,8 +172,10 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
       const requeuedNow = batch.some(({ outcome }) => outcome.kind === 'release' || (outcome.kind === 'retry' && outcome.delayMs === 0));
       if (limit > 0) queueEmpty = claimed.length < limit && !requeuedNow;
     } catch (error) {
-      // The write may or may not have landed; writing it again is safe because it is fenced.
+      // The write may or may not have landed; writing it again is safe because it is fenced. So
+      // may the claim: jobs it took are ours but unseen, and are given back when the tick ends.
       pending.unshift(...batch);
+      if (limit > 0) claimsUnseen = true;
       failures += 1;
       deps.log('warn', 'tick statement failed; retrying', { error: String(error), failures });
       await wakeup.sleep(Math.min(100 * 2 ** Math.min(failures, 5), Math.max(0, deadline - elapsed())));
@@ -219,6 +225,13 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   } finally {
     clearInterval(heartbeatTimer);
     o.signal?.removeEventListener('abort', onStop);
+  }
+  if (claimsUnseen) {
+    // Jobs still pending (results unwritten at the deadline) are seen too: the reaper returns those.
+    const released = await sql
+      .query<{ id: string }>(releaseUnseenClaims({ now: now(), workerId, known: [...seen] }))
+      .catch((error: unknown) => (deps.log('warn', 'giving back unseen claims failed; the reaper will return them', { error: String(error) }), []));
+    if (released.length > 0) deps.log('warn', 'gave back jobs claimed by a statement whose answer was lost', { jobs: released.map((r) => String(r.id)) });
   }
   return counts;
 }

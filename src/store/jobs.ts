@@ -139,6 +139,26 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
 }
 
 /**
+ * After a claiming statement failed (it may have committed with its answer lost): gives back the
+ * jobs this worker holds but never saw, as a release does (QUEUED, due now, the attempt given
+ * back; CANCELLED if a cancel was asked). Left alone they would wait for the reaper, which spends
+ * the attempt of a job that never ran. `known` are the jobs the tick did see.
+ */
+export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: readonly string[] }): Statement {
+  return statement(
+    `UPDATE skiplock.job j SET
+       status = CASE WHEN j.cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
+       attempts = CASE WHEN j.cancel_requested THEN j.attempts ELSE j.attempts - 1 END,
+       run_at = CASE WHEN j.cancel_requested THEN j.run_at ELSE ${NOW} END,
+       finished_at = CASE WHEN j.cancel_requested THEN ${NOW} END,
+       locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
+     WHERE j.status = 'RUNNING' AND j.locked_by = $2 AND NOT (j.id = ANY ($3::bigint[]))
+     RETURNING j.id::text AS id`,
+    [clock(p.now), p.workerId, p.known],
+  );
+}
+
+/**
  * Extends the leases of jobs this worker still holds. Returns the ones it holds, with their
  * cancel flag; a job missing from the answer was reaped or reclaimed, so its handler must stop.
  */

@@ -338,6 +338,33 @@ describe('deadlines and timeouts', () => {
   });
 });
 
+describe('a claim whose answer was lost', () => {
+  test('the tick gives the job back (not left RUNNING to be reaped, which spends an attempt: DEAD at maxAttempts 1)', async () => {
+    const task = defineTask({ name: 'record', payload: z.object({ n: z.number().int() }), maxAttempts: 1, handler: () => ({ ok: true }) });
+    // The driver runs the first claiming statement, then loses its answer (a dropped connection).
+    let lost = false;
+    const sql = {
+      ...db.sql,
+      async query<R extends Record<string, unknown>>(s: { text: string; values: readonly unknown[] }) {
+        const rows = await db.sql.query<R>(s);
+        if (!lost && s.text.includes('claimable_jobs')) {
+          lost = true;
+          throw new Error('connection terminated: the answer was lost');
+        }
+        return rows;
+      },
+    };
+    const skiplock = createSkiplock({ sql, tasks: [task], log: quiet });
+    const { id } = await skiplock.enqueue({ task: 'record', payload: { n: 1 } });
+    const result = await skiplock.tick({ untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 });
+    expect(lost).toBe(true);
+    expect(result.claimed).toBe(0);
+    expect(await jobRow(id)).toMatchObject({ status: 'QUEUED', attempts: 0, locked_by: null, locked_until: null });
+    expect(await skiplock.tick({ untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 })).toMatchObject({ claimed: 1, done: 1 });
+    expect(await jobRow(id)).toMatchObject({ status: 'DONE', attempts: 1 });
+  });
+});
+
 describe('reaper', () => {
   test('returns expired leases to QUEUED, or DEAD when attempts are exhausted', async () => {
     const task = recordingTask();
