@@ -4,9 +4,8 @@
  * the next due job when that is later, never when the queue is empty (an enqueue wakes it again).
  */
 import type { TickResult } from '../core/types.ts';
-import { msUntilNextWork } from '../store/wakeup.ts';
 import type { Skiplock } from './skiplock.ts';
-import { TICK_DEFAULTS, type TickOptions } from './tick.ts';
+import type { TickOptions } from './tick.ts';
 
 export interface AlarmTickResult {
   result: TickResult;
@@ -19,10 +18,6 @@ export const ALARM_INTERVAL_MS = 1_000;
 
 export async function tickAndPlanNext(skiplock: Skiplock, options: TickOptions): Promise<AlarmTickResult> {
   const result = await skiplock.tick({ ...options, untilIdle: true });
-  const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...options };
-  const [row] = await skiplock.sql.query<{ ms: string | number | null }>(
-    msUntilNextWork({ now: null, tasks: [...skiplock.tasks.keys()], budgetMs: budgetMs - marginMs }),
-  );
-  const ms = row?.ms === null || row?.ms === undefined ? null : Number(row.ms);
+  const ms = await skiplock.msUntilNextWork(options);
   return { result, nextInMs: ms === null ? null : Math.max(ALARM_INTERVAL_MS, ms) };
 }

@@ -16,7 +16,7 @@ import { toBool, toDate } from '../store/rows.ts';
 import { fireSchedules, readDueSchedules, type FiringPlanRow, type ScheduleRowInput } from '../store/schedules.ts';
 import type { Row, Sql } from '../store/sql.ts';
 import type { TaskRegistry } from './task.ts';
-import type { TickDeps } from './tick.ts';
+import type { Logger, WarnOnce } from './log.ts';
 
 export interface FiringDeps {
   sql: Sql;
@@ -24,9 +24,8 @@ export interface FiringDeps {
   /** The static schedules of this deployment, as rows. */
   statics: readonly ScheduleRowInput[];
   now: () => Clock;
-  log: TickDeps['log'];
-  /** Schedules already warned about (by name and task), so that each is said once, not each second. */
-  warned: Set<string>;
+  log: Logger;
+  warnOnce: WarnOnce;
 }
 
 /** Resolves to how many jobs it fired. */
@@ -42,11 +41,7 @@ export async function fireDueSchedules(deps: FiringDeps): Promise<number> {
     const task = deps.registry.get(String(row.task));
     if (!task) {
       // Another deployment may run this task; this one must not enqueue what it cannot check.
-      const key = `${name}\u0000${String(row.task)}`;
-      if (!deps.warned.has(key)) {
-        deps.warned.add(key);
-        deps.log('warn', 'schedule not fired: its task is not registered in this deployment', { schedule: name, task: row.task });
-      }
+      deps.warnOnce(`unregistered:${name}\u0000${String(row.task)}`, 'schedule not fired: its task is not registered in this deployment', { schedule: name, task: row.task });
       continue;
     }
     try {

@@ -13,7 +13,7 @@ import type { Row, Sql } from '../store/sql.ts';
 import { fireDueSchedules, timingOf } from './fire-due-schedules.ts';
 import { bindStaticSchedule, parseDynamicSchedule, toScheduleRow, type Schedule, type ScheduleInput } from './schedule-definition.ts';
 import type { TaskRegistry } from './task.ts';
-import type { TickDeps } from './tick.ts';
+import type { Logger, WarnOnce } from './log.ts';
 
 /** A schedule as listed: its definition, where it comes from, and what it did last. */
 export interface ScheduleInfo {
@@ -94,7 +94,8 @@ export interface ScheduleDeps {
   /** Static schedules (defineSchedule); checked here against the tasks, TypeError when they do not fit. */
   schedules: readonly Schedule[];
   now: () => Clock;
-  log: TickDeps['log'];
+  log: Logger;
+  warnOnce: WarnOnce;
 }
 
 export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations {
@@ -105,7 +106,6 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
     statics.set(schedule.name, bindStaticSchedule(schedule, registry));
   }
   const staticRows = [...statics.values()].map(toScheduleRow);
-  const warned = new Set<string>();
 
   const refuseStatic = (name: string) => {
     if (statics.has(name)) throw new SkiplockError('conflict', `schedule ${name} is defined in code; change it there`);
@@ -147,7 +147,7 @@ export function createScheduleOperations(deps: ScheduleDeps): ScheduleOperations
       const [first] = (await list({ prefix: name, limit: 1 })).schedules;
       return first?.name === name ? first : undefined;
     },
-    fireDueSchedules: () => fireDueSchedules({ sql, registry, statics: staticRows, now, log: deps.log, warned }),
+    fireDueSchedules: () => fireDueSchedules({ sql, registry, statics: staticRows, now, log: deps.log, warnOnce: deps.warnOnce }),
   };
 }
 

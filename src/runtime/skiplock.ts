@@ -8,6 +8,7 @@
 import type { Job, TickResult } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
+import { msUntilNextWork } from '../store/wakeup.ts';
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
 import { mapJob } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
@@ -16,10 +17,11 @@ import { enqueueJobs, type EnqueueInput, type EnqueueResult } from './enqueue.ts
 import type { Schedule } from './schedule-definition.ts';
 import { createScheduleOperations, type ScheduleOperations } from './schedules.ts';
 import { createRegistry, type Task, type TaskRegistry } from './task.ts';
-import { tick, type TickDeps, type TickOptions } from './tick.ts';
+import { consoleLog, warnOnceWith, type Logger } from './log.ts';
+import { TICK_DEFAULTS, tick, type TickOptions } from './tick.ts';
 import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
 
-export type Logger = TickDeps['log'];
+export type { Logger };
 
 export interface SkiplockConfig {
   /** The database port: createPgDriver, createNeonHttpDriver or createNeonWsDriver. */
@@ -63,7 +65,6 @@ const DAY_MS = 24 * 3600 * 1000;
 /** Ticks prune finished jobs at most this often per process. */
 const PRUNE_INTERVAL_MS = 60_000;
 
-const consoleLog: Logger = (level, message, fields) => console[level](`[skiplock] ${message}`, fields ?? '');
 
 /**
  * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/admin.ts); putSchedule,
@@ -82,6 +83,12 @@ export interface Skiplock extends AdminOperations, ScheduleOperations {
   tick(options?: TickOptions): Promise<TickResult>;
   /** Returns RUNNING jobs whose lease expired to the queue; resolves to how many. */
   reap(): Promise<number>;
+  /**
+   * Milliseconds until a tick with these options could next do something (a claimable job falls
+   * due; 0 while one of its tasks' jobs runs); null when there is nothing to wait for. For
+   * self-scheduling tickers (the Durable Object alarm).
+   */
+  msUntilNextWork(options?: TickOptions): Promise<number | null>;
   /** Deletes finished jobs past their retention; resolves to how many. */
   prune(options?: RetentionOptions): Promise<number>;
   getJob(id: string): Promise<Job | undefined>;
@@ -97,7 +104,8 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
   const now = (): Clock => config.now?.() ?? null;
   const log = config.log ?? consoleLog;
   const tickMetrics = createTickMetrics();
-  const schedules = createScheduleOperations({ sql, registry, schedules: config.schedules ?? [], now, log });
+  const warnOnce = warnOnceWith(log);
+  const schedules = createScheduleOperations({ sql, registry, schedules: config.schedules ?? [], now, log, warnOnce });
 
   const enqueueBatch = (inputs: readonly EnqueueInput[]) => enqueueJobs(sql, registry, inputs, now(), { batch: true });
   const enqueueWithResult = async (input: EnqueueInput) => (await enqueueJobs(sql, registry, [input], now()))[0]!;
@@ -135,12 +143,17 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
     enqueueWithResult,
     enqueueBatch,
     tick: (options) =>
-      tickMetrics.measure(() => tick({ sql, now, log, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, housekeeping }, { ...config.tick, ...options })),
+      tickMetrics.measure(() => tick({ sql, now, log, warnOnce, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, housekeeping }, { ...config.tick, ...options })),
     async reap() {
       const [row] = await sql.query(reapExpiredLeases({ now: now(), limit: 10_000 }));
       return Number(row?.reaped ?? 0);
     },
     prune,
+    async msUntilNextWork(options) {
+      const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...config.tick, ...options };
+      const [row] = await sql.query(msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs }));
+      return row?.ms === null || row?.ms === undefined ? null : Number(row.ms);
+    },
     async getJob(id) {
       if (!isJobId(id)) return undefined;
       const [row] = await sql.query(getJob({ id }));

@@ -17,6 +17,7 @@ import { emptyTickResult, type Job, type TickResult } from '../core/types.ts';
 import { completeAndClaim, extendLeases, reapExpiredLeases, releaseUnseenClaims, type ResultRow } from '../store/jobs.ts';
 import { mapJob } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
+import type { Logger, WarnOnce } from './log.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
 
 export interface TickOptions {
@@ -58,7 +59,8 @@ export interface TickDeps {
   beforeClaim?: () => Promise<number>;
   /** Upkeep run beside the reaper (retention: pruning finished jobs, rate-limited by its owner). */
   housekeeping?: () => Promise<void>;
-  log: (level: 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+  log: Logger;
+  warnOnce: WarnOnce;
 }
 
 const LEASE_GRACE_MS = 5_000;
@@ -236,14 +238,14 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   return counts;
 }
 
-const warnedTasks = new Set<string>();
-
-/** A task whose timeout never fits in the budget would wait forever: say so once per process. */
+/** A task whose timeout never fits in the budget would wait forever: say so (once). */
 function warnUnclaimableTasks(deps: TickDeps, usableMs: number) {
   for (const task of deps.run.registry.values()) {
-    if (task.timeoutMs <= usableMs || warnedTasks.has(task.name)) continue;
-    warnedTasks.add(task.name);
-    deps.log('warn', `task ${task.name} has timeoutMs ${task.timeoutMs}, more than this tick can give (${usableMs} ms = budgetMs − marginMs): its jobs are not claimed here`);
+    if (task.timeoutMs <= usableMs) continue;
+    deps.warnOnce(
+      `unclaimable:${task.name}:${usableMs}`,
+      `task ${task.name} has timeoutMs ${task.timeoutMs}, more than this tick can give (${usableMs} ms = budgetMs − marginMs): its jobs are not claimed here`,
+    );
   }
 }
 

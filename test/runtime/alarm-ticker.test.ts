@@ -73,3 +73,11 @@ test('the next due job is found among several priorities', async () => {
   expect(nextInMs).toBeGreaterThan(18_000);
   expect(nextInMs).toBeLessThanOrEqual(20_000);
 });
+
+test("the wake-up question uses the skiplock's own tick defaults, as its ticks do", async () => {
+  // 4.5 s fits the 15 s of TICK, not the 5 s the skiplock gives its ticks by default.
+  const short = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, tick: { budgetMs: 5_000 } });
+  await insert(`INSERT INTO skiplock.job (task, payload, timeout_ms) VALUES ('echo', '{"message":"x"}', 4500)`);
+  expect(await short.msUntilNextWork()).toBeNull();
+  expect(await skiplock.msUntilNextWork(TICK)).toBeLessThanOrEqual(0);
+});

@@ -338,6 +338,19 @@ describe('deadlines and timeouts', () => {
   });
 });
 
+describe('warnings said once', () => {
+  test('a task no tick can claim is warned about once per skiplock, not once per process', async () => {
+    const long = defineTask({ name: 'long', payload: z.object({}), timeoutMs: 60_000, handler: () => null });
+    const said: string[][] = [[], []];
+    for (const lines of said) {
+      const skiplock = createSkiplock({ sql: db.sql, tasks: [long], log: (_level, message) => lines.push(message) });
+      await skiplock.tick({ untilIdle: true, budgetMs: 5_000 });
+      await skiplock.tick({ untilIdle: true, budgetMs: 5_000 });
+    }
+    for (const lines of said) expect(lines.filter((m) => m.startsWith('task long has timeoutMs 60000'))).toHaveLength(1);
+  });
+});
+
 describe('a claim whose answer was lost', () => {
   test('the tick gives the job back (not left RUNNING to be reaped, which spends an attempt: DEAD at maxAttempts 1)', async () => {
     const task = defineTask({ name: 'record', payload: z.object({ n: z.number().int() }), maxAttempts: 1, handler: () => ({ ok: true }) });
