@@ -5,7 +5,7 @@
 import { checkRange, SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
-import { cancelJob, currentTime, jobStats, listJobs, ping, retryDeadJobs, retryJob } from '../store/admin.ts';
+import { cancelJob, currentTime, deadJobsByTask, jobStats, listJobs, ping, retryDeadJobs, retryJob } from '../store/admin.ts';
 import { jobActivity } from '../store/dashboard.ts';
 import type { Clock } from '../store/clock.ts';
 import { mapJob, toBool, toDate } from '../store/rows.ts';
@@ -89,6 +89,8 @@ export interface AdminOperations {
   retryDead(options?: RetryDeadOptions): Promise<number>;
   /** Job counts by status and task, and the queue's lag. */
   stats(): Promise<JobStats>;
+  /** DEAD jobs by task, by name: the dead letter's counts, without counting the whole table as stats() does. */
+  deadByTask(): Promise<{ task: string; dead: number }[]>;
   /**
    * Per minute over the last `minutes` (default 60, at most 1440), oldest first: what finished
    * and what failed, by each job's current state (jobs deleted by retention are not counted).
@@ -140,6 +142,10 @@ export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperatio
     async stats() {
       const [row] = await sql.query(jobStats({ now: now() }));
       return toStats(row);
+    },
+    async deadByTask() {
+      const rows = await sql.query(deadJobsByTask());
+      return rows.map((row) => ({ task: String(row.task), dead: Number(row.dead) }));
     },
     async activity(minutes = ACTIVITY_MINUTES.default) {
       checkRange('minutes', minutes, ACTIVITY_MINUTES.max);

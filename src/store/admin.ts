@@ -119,6 +119,11 @@ export function jobStats(p: { now: Clock }): Statement {
   );
 }
 
+/** DEAD jobs by task, from the index of unfinished jobs (never the DONE rows that are most of the table). */
+export function deadJobsByTask(): Statement {
+  return statement(`SELECT task, count(*)::int AS dead FROM skiplock.job WHERE status = 'DEAD' GROUP BY task ORDER BY task COLLATE "C"`);
+}
+
 /** The health check: answers when the database does. */
 export function ping(): Statement {
   return statement(`SELECT 1 AS ok`);

@@ -14,18 +14,18 @@ import { PAGE_SIZE } from './jobs.ts';
 export async function deadPage(deps: DashboardDeps, { c, csrf, now }: PageRequest): Promise<PageResult> {
   const task = c.req.query('task') || undefined;
   const cursor = c.req.query('cursor') || undefined;
-  const [page, stats] = await Promise.all([deps.skiplock.listJobs({ status: 'DEAD', task, cursor, limit: PAGE_SIZE }), deps.skiplock.stats()]);
-  const deadTasks = Object.entries(stats.byTask).filter(([, counts]) => counts.DEAD > 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const [page, deadTasks] = await Promise.all([deps.skiplock.listJobs({ status: 'DEAD', task, cursor, limit: PAGE_SIZE }), deps.skiplock.deadByTask()]);
+  const allDead = deadTasks.reduce((sum, t) => sum + t.dead, 0);
   const here = `/dead${task ? `?${new URLSearchParams({ task }).toString()}` : ''}`;
 
   const body = html`<h1>Dead letter</h1>
 <p class="subtitle">Jobs that failed permanently or ran out of attempts. Retry puts one back in the queue, due now, with fresh attempts (its last error is kept). A DEAD job cannot be cancelled; it stays here until retried or removed by retention.</p>
 <section class="card flush">
   <div class="chips">
-    <a href="/dead"${task ? '' : html` class="active"`}>all tasks · ${stats.counts.DEAD}</a>
-    ${deadTasks.map(([name, counts]) => html`<a href="/dead?${new URLSearchParams({ task: name }).toString()}"${name === task ? html` class="active"` : ''}>${name} · ${counts.DEAD}</a>`)}
+    <a href="/dead"${task ? '' : html` class="active"`}>all tasks · ${allDead}</a>
+    ${deadTasks.map(({ task: name, dead }) => html`<a href="/dead?${new URLSearchParams({ task: name }).toString()}"${name === task ? html` class="active"` : ''}>${name} · ${dead}</a>`)}
   </div>
-  ${page.jobs.length === 0 ? html`<div class="empty">No dead jobs${task ? ' for this task' : ''}. Nothing to review.</div>` : html`${retryAll(task ? (stats.byTask[task]?.DEAD ?? 0) : stats.counts.DEAD, task, csrf)}${deadTable(page.jobs, csrf, here, now)}`}
+  ${page.jobs.length === 0 ? html`<div class="empty">No dead jobs${task ? ' for this task' : ''}. Nothing to review.</div>` : html`${retryAll(task ? (deadTasks.find((t) => t.task === task)?.dead ?? 0) : allDead, task, csrf)}${deadTable(page.jobs, csrf, here, now)}`}
   ${page.nextCursor || cursor
     ? html`<div class="pager"><span>${page.jobs.length} shown</span><span>${cursor ? html`<a href="${here}">« Newest</a>` : ''}
       ${page.nextCursor ? html` <a href="/dead?${new URLSearchParams({ ...(task ? { task } : {}), cursor: page.nextCursor }).toString()}" rel="next">Older »</a>` : ''}</span></div>`
