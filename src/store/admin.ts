@@ -68,6 +68,10 @@ export function cancelJob(p: { now: Clock; id: string }): Statement {
   );
 }
 
+/** A retried job: QUEUED, due now, with a fresh set of attempts (last_error is kept). */
+const RETRIED = `status = 'QUEUED', attempts = 0, run_at = ${NOW}, finished_at = NULL, result = NULL,
+  cancel_requested = false, updated_at = ${NOW}`;
+
 /**
  * DEAD → QUEUED for many jobs at once (after the bug that killed them is fixed): at most `limit`,
  * oldest first, of one task or of all; like retryJob otherwise. Returns how many.
@@ -82,9 +86,7 @@ export function retryDeadJobs(p: { now: Clock; task: string | null; limit: numbe
         FOR UPDATE SKIP LOCKED
      ),
      retried AS (
-       UPDATE skiplock.job j SET
-         status = 'QUEUED', attempts = 0, run_at = ${NOW}, finished_at = NULL, result = NULL,
-         cancel_requested = false, updated_at = ${NOW}
+       UPDATE skiplock.job j SET ${RETRIED}
        FROM picked WHERE j.id = picked.id AND j.status = 'DEAD'
        RETURNING j.id
      )
@@ -96,9 +98,7 @@ export function retryDeadJobs(p: { now: Clock; task: string | null; limit: numbe
 /** DEAD or CANCELLED → QUEUED, due now, with a fresh set of attempts (last_error is kept). */
 export function retryJob(p: { now: Clock; id: string }): Statement {
   return updateOneJob(
-    `UPDATE skiplock.job j SET
-       status = 'QUEUED', attempts = 0, run_at = ${NOW}, finished_at = NULL, result = NULL,
-       cancel_requested = false, updated_at = ${NOW}
+    `UPDATE skiplock.job j SET ${RETRIED}
      WHERE j.id = $2::bigint AND j.status IN ('DEAD', 'CANCELLED')`,
     [clock(p.now), p.id],
   );

@@ -13,6 +13,12 @@ export const NOW = 'coalesce($1::timestamptz, now())';
 /** Multiplies a number of milliseconds into an interval: `${NOW} + delay_ms ${MS}`. */
 export const MS = "* interval '1 millisecond'";
 
+/**
+ * A lease's end: the job's timeout plus a grace, at most `max` (long jobs are heartbeated).
+ * `grace` and `max` are the statement's parameters, in ms.
+ */
+export const leaseUntil = (grace: string, max: string) => `${NOW} + least(j.timeout_ms + ${grace}, ${max}) ${MS}`;
+
 /** The value of `$1`. */
 export function clock(now: Clock): string | null {
   return now ? now.toISOString() : null;

@@ -4,7 +4,7 @@
  *
  * Time: `$1` is always the clock (src/store/clock.ts).
  */
-import { MS, NOW, clock, type Clock } from './clock.ts';
+import { MS, NOW, clock, leaseUntil, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
 import { statement, type Statement } from './sql.ts';
 
@@ -127,7 +127,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
      claimed AS (
        UPDATE skiplock.job j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
-         locked_until = ${NOW} + least(j.timeout_ms + $7, $6) ${MS}, updated_at = ${NOW}
+         locked_until = ${leaseUntil('$7', '$6')}, updated_at = ${NOW}
        WHERE j.id = ANY (ARRAY(SELECT id FROM next))
        RETURNING j.*
      )
@@ -171,7 +171,7 @@ export function extendLeases(p: {
 }): Statement {
   return statement(
     `UPDATE skiplock.job j SET
-       locked_until = greatest(j.locked_until, ${NOW} + least(j.timeout_ms + $5, $4) ${MS}),
+       locked_until = greatest(j.locked_until, ${leaseUntil('$5', '$4')}),
        updated_at = ${NOW}
      FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int)
      WHERE j.id = r.id AND j.status = 'RUNNING' AND j.locked_by = $2 AND j.attempts = r.attempt
