@@ -91,7 +91,7 @@ export function splitStatements(text: string): string[] {
     else if (rest === '/*') next = skipTo('*/', i + 2);
     else if (text[i] === "'" || text[i] === '"') next = skipTo(text[i]!, i + 1);
     else if (text[i] === '$') {
-      const tag = /^\$[A-Za-z_]*\$/.exec(text.slice(i))?.[0];
+      const tag = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/.exec(text.slice(i))?.[0];
       next = tag ? skipTo(tag, i + tag.length) : i + 1;
     } else if (text[i] === ';') {
       if (current.trim()) statements.push(current.trim());

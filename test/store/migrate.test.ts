@@ -45,3 +45,8 @@ test('splitStatements keeps quoted and dollar-quoted semicolons', () => {
     `SELECT "we;ird" FROM a`,
   ]);
 });
+
+test('splitStatements: a dollar-quote tag may hold digits after its first character, as in PostgreSQL', () => {
+  const text = `CREATE FUNCTION g() RETURNS int AS $body1$ SELECT 1; SELECT 2; $body1$ LANGUAGE sql; SELECT $1, 2`;
+  expect(splitStatements(text)).toEqual([`CREATE FUNCTION g() RETURNS int AS $body1$ SELECT 1; SELECT 2; $body1$ LANGUAGE sql`, `SELECT $1, 2`]);
+});
