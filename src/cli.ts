@@ -8,7 +8,7 @@
  *   skiplock jobs [--status S] [--task T] [--limit N] [--cursor C]
  *   skiplock tick [--budget ms] [--wait]
  */
-import { existsSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -19,6 +19,7 @@ import { createSkiplock, type Skiplock } from './runtime/skiplock.ts';
 import type { Task } from './runtime/task.ts';
 import { createPgDriver } from './store/drivers/pg.ts';
 import { loadMigrations } from './store/migrations-fs.ts';
+import * as project from './tasks/index.ts';
 import { jobToJson } from './store/rows.ts';
 
 const USAGE = `usage: skiplock <command> [options]
@@ -149,16 +150,14 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
   }
 }
 
-/** The project's tasks (src/tasks/index.ts, when it is there), plus those of --tasks; the latter win by name. */
-async function loadTasks(modulePath: string | undefined): Promise<Task[]> {
-  const projectFile = fileURLToPath(new URL('./tasks/index.ts', import.meta.url));
-  const project: Task[] = existsSync(projectFile) ? [...((await import(pathToFileURL(projectFile).href)) as { tasks: readonly Task[] }).tasks] : [];
-  if (modulePath === undefined) return project;
+/** The project's tasks (src/tasks/index.ts), plus those of --tasks; the latter win by name. */
+async function loadTasks(modulePath: string | undefined): Promise<readonly Task[]> {
+  if (modulePath === undefined) return project.tasks;
   const module = (await import(pathToFileURL(resolve(modulePath)).href)) as { tasks?: unknown; default?: unknown };
   const own = module.tasks ?? module.default;
   if (!Array.isArray(own)) throw new UsageError(`${modulePath} must export an array of tasks as \`tasks\` or as its default export`);
   const names = new Set((own as Task[]).map((task) => task.name));
-  return [...project.filter((task) => !names.has(task.name)), ...(own as Task[])];
+  return [...project.tasks.filter((task) => !names.has(task.name)), ...(own as Task[])];
 }
 
 function expectArgs(args: readonly string[], n: number): void {

@@ -1,7 +1,8 @@
 /**
  * What this project deploys: the tasks and schedules that every adapter registers — the Worker,
- * the Vercel function, the Node runner, `npm start` and the CLI. Put yours here; it is the one
- * file to edit. The examples (CONTRACT.md) are there until you remove them.
+ * the Vercel function, the Node runner and `npm start` (the CLI takes the tasks; its ticks fire
+ * no schedules, which the deployment does). Put yours here; it is the one file to edit. The
+ * examples (CONTRACT.md) are there until you remove them.
  */
 import type { Schedule } from '../runtime/schedule-definition.ts';
 import type { Task } from '../runtime/task.ts';

@@ -67,7 +67,7 @@ function createDeployment(env: Env): Deployment {
   const alarmMode = env.TICKER === 'alarm' && env.SKIPLOCK_TICKER !== undefined;
   const cronTick = tickOptionsFromEnv(env, { budgetMs: 70_000, pollIntervalMs: 1_000 });
   const httpTick = { ...cronTick, budgetMs: intFromEnv(env.HTTP_TICK_BUDGET_MS, 25_000, 'HTTP_TICK_BUDGET_MS') };
-  const alarmTick = { ...cronTick, budgetMs: intFromEnv(env.ALARM_TICK_BUDGET_MS, 25_000, 'ALARM_TICK_BUDGET_MS'), untilIdle: true };
+  const alarmTick = { ...cronTick, budgetMs: intFromEnv(env.ALARM_TICK_BUDGET_MS, 25_000, 'ALARM_TICK_BUDGET_MS') }; // tickAndPlanNext ticks until idle
   const sql = createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
   const skiplock = createSkiplock({ sql, tasks, schedules });
   const app = createApp({

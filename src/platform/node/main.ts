@@ -2,13 +2,13 @@
  * Self-hosting on Node: `DATABASE_URL=postgres://… API_TOKEN=… node --experimental-strip-types
  * src/platform/node/main.ts`. Migrates, then serves the API and ticks every second until SIGINT or
  * SIGTERM (graceful: running jobs get DRAIN_MS to finish, the rest go back to the queue).
- * Runs the bundled example tasks; for your own, call startNodeRunner with your tasks.
+ * Runs the tasks and schedules of src/tasks/index.ts.
  */
 import { createSkiplock } from '../../runtime/skiplock.ts';
 import { createPgDriver } from '../../store/drivers/pg.ts';
 import { loadMigrations } from '../../store/migrations-fs.ts';
 import { schedules, tasks } from '../../tasks/index.ts';
-import { intFromEnv } from '../env-options.ts';
+import { intFromEnv, tickOptionsFromEnv } from '../env-options.ts';
 import { startNodeRunner } from './runner.ts';
 import { onShutdownSignal } from './signals.ts';
 
@@ -19,13 +19,16 @@ if (!env.API_TOKEN) throw new Error('API_TOKEN is not set');
 const sql = createPgDriver(env.DATABASE_URL);
 const skiplock = createSkiplock({ sql, tasks, schedules });
 await skiplock.migrate(await loadMigrations());
+// TICK_BUDGET_MS is the budget of /v1/tick and of an enqueue's tick; the loop's ticks run until idle.
+const tick = tickOptionsFromEnv(env, { budgetMs: 30_000, pollIntervalMs: 1_000 });
 const runner = await startNodeRunner({
   skiplock,
   apiToken: env.API_TOKEN,
   cronSecret: env.CRON_SECRET,
   port: intFromEnv(env.PORT, 8787, 'PORT'),
   hostname: env.HOST ?? '0.0.0.0',
-  tick: { concurrency: intFromEnv(env.TICK_CONCURRENCY, 10, 'TICK_CONCURRENCY') },
+  tick,
+  requestTickBudgetMs: tick.budgetMs,
   drainMs: intFromEnv(env.DRAIN_MS, 10_000, 'DRAIN_MS'),
 });
 console.log(`[skiplock] listening on ${runner.url}`);
