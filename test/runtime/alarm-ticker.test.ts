@@ -81,3 +81,26 @@ test("the wake-up question uses the skiplock's own tick defaults, as its ticks d
   expect(await short.msUntilNextWork()).toBeNull();
   expect(await skiplock.msUntilNextWork(TICK)).toBeLessThanOrEqual(0);
 });
+
+test('next_claimable_at (the wake-up) and claimable_jobs (the claim) agree on what a tick could take', async () => {
+  // The two functions state the claim's rule separately (migrations 003 and 005): if one changes
+  // alone, the ticker sleeps through work or wakes for work it cannot take.
+  await insert(`INSERT INTO skiplock.job (task, payload, priority, run_at, timeout_ms, attempts, max_attempts, status, locked_by, locked_until)
+    SELECT (ARRAY['echo','sleep','other'])[1 + g % 3], '{}', (g % 5 - 2)::smallint,
+           now() + ((g * 37) % 200 - 50) * interval '1 second', 1000 * (1 + (g * 13) % 40), least(g % 4, 1 + g % 3), 1 + g % 3,
+           'QUEUED', NULL, NULL
+      FROM generate_series(1, 300) g`);
+  const cases: [string[], number][] = [[['echo'], 5_000], [['echo', 'sleep'], 20_000], [['sleep'], 40_000], [['other', 'echo'], 1_000], [['nope'], 60_000]];
+  const found: (Date | null)[] = [];
+  for (const [tasks, budgetMs] of cases) {
+    const [row] = await db.sql.query<{ wake: Date | null; claim: Date | null }>(statement(
+      `SELECT skiplock.next_claimable_at($1::text[], $2) AS wake,
+              (SELECT min(j.run_at) FROM skiplock.claimable_jobs(100000, 'infinity', $2, $1::text[]) AS c(id) JOIN skiplock.job j ON j.id = c.id) AS claim`,
+      [tasks, budgetMs],
+    ));
+    expect(row!.wake, `${tasks} ${budgetMs}`).toEqual(row!.claim);
+    found.push(row!.claim);
+  }
+  expect(found.filter((d) => d !== null).length).toBeGreaterThanOrEqual(3); // the cases reach real jobs
+  expect(found.at(-1)).toBeNull();
+});
