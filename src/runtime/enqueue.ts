@@ -6,7 +6,7 @@ import type { Clock } from '../store/clock.ts';
 import { insertJobs, type NewJobRow } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
-import { requireTask, type TaskRegistry } from './task.ts';
+import { requireTask, type Task, type TaskRegistry } from './task.ts';
 
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
 
@@ -65,22 +65,25 @@ export function toIssues(error: z.ZodError, prefix: (string | number)[] = []): E
   }));
 }
 
+/** A payload against its task's schema, and storable once parsed: the parsed value, or the issues under `path`. */
+export function checkTaskPayload(task: Task, payload: unknown, path: (string | number)[]): { value: unknown } | { issues: ErrorIssue[] } {
+  const parsed = task.payload.safeParse(payload);
+  if (!parsed.success) return { issues: toIssues(parsed.error, path) };
+  const unstorable = findUnstorableJson(parsed.data, path);
+  return unstorable ? { issues: [unstorable] } : { value: parsed.data };
+}
+
 /** Validates one input completely (envelope, task, payload) into the row to insert. */
 function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]): NewJobRow {
   const parsed = enqueueInputSchema.safeParse(raw);
   if (!parsed.success) throw new SkiplockError('invalid_request', 'invalid job', toIssues(parsed.error, path));
   const input = parsed.data;
   const task = requireTask(registry, input.task);
-  const payload = task.payload.safeParse(input.payload ?? {});
-  if (!payload.success) {
-    const issues = toIssues(payload.error, [...path, 'payload']);
-    throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, issues);
-  }
-  const unstorable = findUnstorableJson(payload.data, [...path, 'payload']);
-  if (unstorable) throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, [unstorable]);
+  const payload = checkTaskPayload(task, input.payload ?? {}, [...path, 'payload']);
+  if ('issues' in payload) throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, payload.issues);
   return {
     task: task.name,
-    payload: payload.data,
+    payload: payload.value,
     priority: input.priority ?? task.priority,
     run_at: input.runAt === undefined ? null : new Date(input.runAt).toISOString(),
     delay_ms: input.delayMs ?? 0,

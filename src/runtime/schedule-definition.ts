@@ -7,7 +7,6 @@
  */
 import { z } from 'zod';
 import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
-import { findUnstorableJson } from '../core/json.ts';
 import {
   CATCH_UP_POLICIES,
   MAX_FIRINGS_PER_TICK,
@@ -20,8 +19,8 @@ import {
   type Timing,
 } from '../core/schedule.ts';
 import type { ScheduleRowInput } from '../store/schedules.ts';
-import { toIssues } from './enqueue.ts';
-import type { Task, TaskRegistry } from './task.ts';
+import { checkTaskPayload, toIssues } from './enqueue.ts';
+import { requireTask, type Task, type TaskRegistry } from './task.ts';
 
 /** A schedule's options, as code and the HTTP API (`PUT /v1/schedules/:name`) give them. */
 export const scheduleInputSchema = z
@@ -90,7 +89,7 @@ export function defineSchedule(definition: ScheduleDefinition): Schedule {
   const checked = checkSchedule(name, { ...options, task: taskName });
   if ('issues' in checked) throw definitionError(name, checked.issues);
   if (typeof task !== 'string') {
-    const payload = checkPayload(task, checked.schedule.payload);
+    const payload = checkTaskPayload(task, checked.schedule.payload, ['payload']);
     if ('issues' in payload) throw definitionError(name, payload.issues);
     return { ...checked.schedule, payload: payload.value };
   }
@@ -101,7 +100,7 @@ export function defineSchedule(definition: ScheduleDefinition): Schedule {
 export function bindStaticSchedule(schedule: Schedule, registry: TaskRegistry): Schedule {
   const task = registry.get(schedule.task);
   if (!task) throw new TypeError(`schedule ${schedule.name}: unknown task ${JSON.stringify(schedule.task)}; add it to createSkiplock({ tasks })`);
-  const payload = checkPayload(task, schedule.payload);
+  const payload = checkTaskPayload(task, schedule.payload, ['payload']);
   if ('issues' in payload) throw definitionError(schedule.name, payload.issues);
   return { ...schedule, payload: payload.value };
 }
@@ -112,9 +111,8 @@ export function parseDynamicSchedule(name: string, input: unknown, registry: Tas
     throw new SkiplockError('invalid_request', 'invalid schedule name', [{ path: ['name'], message: 'must be 1–200 of [A-Za-z0-9_.:-]' }]);
   const checked = checkSchedule(name, input);
   if ('issues' in checked) throw new SkiplockError('invalid_request', `invalid schedule ${name}`, checked.issues);
-  const task = registry.get(checked.schedule.task);
-  if (!task) throw new SkiplockError('unknown_task', `unknown task ${JSON.stringify(checked.schedule.task)}`);
-  const payload = checkPayload(task, checked.schedule.payload);
+  const task = requireTask(registry, checked.schedule.task);
+  const payload = checkTaskPayload(task, checked.schedule.payload, ['payload']);
   if ('issues' in payload) throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, payload.issues);
   return { ...checked.schedule, payload: payload.value };
 }
@@ -137,13 +135,6 @@ function checkSchedule(name: string, input: unknown): { schedule: Schedule } | {
       enabled: options.enabled ?? SCHEDULE_DEFAULTS.enabled,
     },
   };
-}
-
-function checkPayload(task: Task, payload: unknown): { value: unknown } | { issues: ErrorIssue[] } {
-  const parsed = task.payload.safeParse(payload);
-  if (!parsed.success) return { issues: toIssues(parsed.error, ['payload']) };
-  const unstorable = findUnstorableJson(parsed.data, ['payload']);
-  return unstorable ? { issues: [unstorable] } : { value: parsed.data };
 }
 
 function definitionError(name: string, issues: ErrorIssue[]): TypeError {
