@@ -95,26 +95,12 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
 
   function afterSuccess(value: unknown): Settled {
     if (reason === 'lease-lost') return { kind: 'lost' };
-    let result: unknown;
-    try {
-      // The result is stored as jsonb: refuse what JSON cannot carry instead of storing a lie.
-      result = value === undefined ? null : JSON.parse(JSON.stringify(value));
-    } catch (error) {
-      return dead(new Error(`the handler's result is not JSON-serializable: ${String(error)}`));
-    }
-    // jsonb refuses some JSON (NUL, lone surrogates): one such value would fail its whole batch's write.
-    const unstorableResult = findUnstorableJson(result, ['result']);
-    if (unstorableResult) return dead(new Error(`the handler's result cannot be stored: ${unstorableResult.message} at ${unstorableResult.path.join('.')}`));
-    if (!nextState) return done(result);
-    let state: unknown;
-    try {
-      state = nextState.value === undefined ? null : JSON.parse(JSON.stringify(nextState.value));
-    } catch (error) {
-      return dead(new Error(`the state given to setState is not JSON-serializable: ${String(error)}`));
-    }
-    const unstorable = findUnstorableJson(state, ['state']);
-    if (unstorable) return dead(new Error(`the state given to setState cannot be stored: ${unstorable.message}`));
-    return done(result, { value: state });
+    const result = toStoredJson(value, 'result', "the handler's result");
+    if ('error' in result) return dead(result.error);
+    if (!nextState) return done(result.value);
+    const state = toStoredJson(nextState.value, 'state', 'the state given to setState');
+    if ('error' in state) return dead(state.error);
+    return done(result.value, { value: state.value });
   }
 
   if (!task) {
@@ -166,4 +152,19 @@ function stopMessage(reason: StopReason, job: Job): string {
     case 'cancelled':
       return 'cancelled while running';
   }
+}
+
+/**
+ * A value as jsonb will hold it: refuse what JSON cannot carry instead of storing a lie, and what
+ * jsonb refuses (NUL, lone surrogates), since one such value would fail its whole batch's write.
+ */
+function toStoredJson(value: unknown, root: string, what: string): { value: unknown } | { error: Error } {
+  let json: unknown;
+  try {
+    json = value === undefined ? null : JSON.parse(JSON.stringify(value));
+  } catch (error) {
+    return { error: new Error(`${what} is not JSON-serializable: ${String(error)}`) };
+  }
+  const unstorable = findUnstorableJson(json, [root]);
+  return unstorable ? { error: new Error(`${what} cannot be stored: ${unstorable.message} at ${unstorable.path.join('.')}`) } : { value: json };
 }
