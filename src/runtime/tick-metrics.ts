@@ -3,7 +3,7 @@
  * memory and start at zero with each isolate or process; Prometheus counters are meant to reset
  * like that. Gauges (jobs by status, queue lag) come from the database instead.
  */
-import type { TickResult } from '../core/types.ts';
+import { emptyTickResult, type TickResult } from '../core/types.ts';
 
 /** Upper bounds of the tick-duration histogram, in seconds. */
 export const TICK_DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300] as const;
@@ -28,10 +28,11 @@ export interface TickMetrics {
 
 export function createTickMetrics(): TickMetrics {
   const totals: TickTotals = {
-    claimed: 0, done: 0, retried: 0, dead: 0, cancelled: 0, reaped: 0, fired: 0, staleWrites: 0,
+    ...emptyTickResult(),
     ticks: 0, failedTicks: 0, durationSecondsSum: 0, durationBuckets: TICK_DURATION_BUCKETS.map(() => 0),
   };
-  const counted = ['claimed', 'done', 'retried', 'dead', 'cancelled', 'reaped', 'fired', 'staleWrites'] as const;
+  // Every counter of a TickResult, so one added there is counted here too.
+  const counted = Object.keys(emptyTickResult()) as (keyof TickResult)[];
 
   const observe = (seconds: number) => {
     totals.durationSecondsSum += seconds;
