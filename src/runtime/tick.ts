@@ -32,7 +32,7 @@ export interface TickOptions {
    * is claimed whose timeout does not fit before that. Default 1 000.
    */
   marginMs?: number;
-  /** After an abort, how long a handler has to stop before it is abandoned (< marginMs). Default 250. */
+  /** After an abort, how long a handler has to stop before it is abandoned; at most marginMs / 2, so that its result is written by the deadline. Default 250. */
   abandonAfterMs?: number;
   /** Wait between claims while the queue is empty, in ms. Default 500. */
   pollIntervalMs?: number;
@@ -118,7 +118,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   };
   const runDeps: RunDeps = {
     ...deps.run,
-    abandonAfterMs: o.abandonAfterMs,
+    abandonAfterMs: Math.min(o.abandonAfterMs, o.marginMs / 2),
     heartbeat: async (job) => (await heartbeat([job])).has(job.id),
   };
 

@@ -278,6 +278,16 @@ describe('deadlines and timeouts', () => {
     expect(after!.lastError).toMatch(/ignored its signal and was abandoned/);
   });
 
+  test('abandonAfterMs longer than marginMs cannot leave the job RUNNING: the abandon comes before the deadline', async () => {
+    const task = defineTask({ name: 'ignores-signal', payload: z.object({}), timeoutMs: 1_000, handler: () => new Promise(() => {}) });
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
+    const job = await skiplock.enqueue({ task: 'ignores-signal', payload: {} });
+    // Aborted at its timeout (1 s); abandoned 2 s later would be after the deadline (1.5 s), its result unwritten.
+    const result = await skiplock.tick({ budgetMs: 1_500, marginMs: 300, abandonAfterMs: 2_000, pollIntervalMs: 10 });
+    expect(result).toMatchObject({ claimed: 1, retried: 1 });
+    expect(await skiplock.getJob(job.id)).toMatchObject({ status: 'QUEUED', attempts: 1, lockedBy: null });
+  });
+
   test('a job whose timeout exceeds the remaining budget is not claimed', async () => {
     const task = defineTask({ name: 'long', payload: z.object({}), timeoutMs: 20_000, handler: () => 'ok' });
     const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
