@@ -170,11 +170,14 @@ export function extendLeases(p: {
   leaseGraceMs: number;
 }): Statement {
   return statement(
-    `UPDATE skiplock.job j SET
+    `WITH held AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int))
+     UPDATE skiplock.job j SET
        locked_until = greatest(j.locked_until, ${leaseUntil('$5', '$4')}),
        updated_at = ${NOW}
-     FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int)
-     WHERE j.id = r.id AND j.status = 'RUNNING' AND j.locked_by = $2 AND j.attempts = r.attempt
+     FROM held r
+     -- By primary key, as completeAndClaim finds its rows: never a join the planner may turn into a scan.
+     WHERE j.id = ANY (ARRAY(SELECT id FROM held)) AND j.id = r.id
+       AND j.status = 'RUNNING' AND j.locked_by = $2 AND j.attempts = r.attempt
      RETURNING j.id::text AS id, j.cancel_requested`,
     [clock(p.now), p.workerId, JSON.stringify(p.jobs), p.leaseMs, p.leaseGraceMs],
   );
