@@ -1,28 +1,26 @@
 /**
- * The dashboard in real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core):
+ * The dashboard in real headless Chromium (from the npm package @sparticuz/chromium: ./chromium.ts):
  * log in, filter jobs, open a DEAD job, retry it and see it QUEUED. The app runs on a local port
  * over a test database filled by the real tick, an hour of it replayed with an injected clock.
  * Saves a screenshot of each page to test/http/.screenshots/ (ignored by git); with
  * UPDATE_SCREENSHOTS=1, to docs/screenshots/, which the README shows.
  */
 import { serve } from '@hono/node-server';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createApp } from '../../src/http/app.ts';
 import type { EnqueueInput } from '../../src/runtime/enqueue.ts';
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
 import { exampleSchedules, exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { launchChromium, type LaunchedChromium } from './chromium.ts';
 import { claimAsRunning } from './dashboard-support.ts';
 import { API_TOKEN } from './helpers.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL(process.env.UPDATE_SCREENSHOTS ? '../../docs/screenshots/' : './.screenshots/', import.meta.url));
 const QUICK_TICK = { untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 } as const;
 
@@ -32,12 +30,10 @@ let server: ReturnType<typeof serve>;
 let baseUrl: string;
 let context: BrowserContext;
 let page: Page;
-let userDataDir: string;
+let browser: LaunchedChromium;
 const problems: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: the dashboard's browser test needs Debian's chromium (apt-get install -y chromium; .ci/run installs it).`);
   db = await createTestDb();
   skiplock = createSkiplock({ sql: db.sql, tasks: exampleTasks, schedules: exampleSchedules, log: () => {} });
   await seedAnHourOfWork(db);
@@ -50,13 +46,8 @@ beforeAll(async () => {
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   await mkdir(SCREENSHOTS, { recursive: true });
-  userDataDir = await mkdtemp(join(tmpdir(), 'skiplock-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1280, height: 860 },
-  });
+  browser = await launchChromium({ viewport: { width: 1280, height: 860 } });
+  context = browser.context;
   page = context.pages()[0] ?? (await context.newPage());
   // Any script error or CSP refusal (say, of the inline script) and any dialog (an escaping failure) fails the test.
   page.on('console', (message) => {
@@ -70,8 +61,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+  await browser?.close();
   if (server) {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     if ('closeAllConnections' in server) server.closeAllConnections();
@@ -84,6 +74,7 @@ afterAll(async () => {
 const shot = (name: string, fullPage = true) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage });
 
 test('log in, filter jobs, open a DEAD job, retry it and see it QUEUED; a screenshot of each page', { timeout: 180_000 }, async () => {
+  const started = Date.now() - 1_000; // file times may be coarser than the clock
   // Logged out: the login form, which refuses a wrong token.
   await page.goto(`${baseUrl}/jobs`);
   expect(new URL(page.url()).pathname).toBe('/login');
@@ -151,6 +142,10 @@ test('log in, filter jobs, open a DEAD job, retry it and see it QUEUED; a screen
   const evil = (await skiplock.listJobs({ task: 'echo', status: 'QUEUED', limit: 500 })).jobs.find((j) => JSON.stringify(j.payload).includes('<script>'))!;
   await page.goto(`${baseUrl}/jobs/${evil.id}`);
   expect(await page.textContent('.grid2 pre.code')).toContain('"message": "<script>alert(\\"pwned\\")</script>"');
+
+  // Every page's screenshot was written by this run.
+  for (const name of ['login', 'jobs', 'overview', 'job', 'dead', 'schedules'])
+    expect((await stat(join(SCREENSHOTS, `${name}.png`))).mtimeMs, name).toBeGreaterThanOrEqual(started);
 
   // Log out: the pages need a login again.
   await Promise.all([page.waitForURL(`${baseUrl}/login`), page.click('button:has-text("Log out")')]);
