@@ -3,7 +3,7 @@
  * log in, filter jobs, open a DEAD job, retry it and see it QUEUED. The app runs on a local port
  * over a test database filled by the real tick, an hour of it replayed with an injected clock.
  * Saves a screenshot of each page to test/http/.screenshots/ (ignored by git); with
- * UPDATE_SCREENSHOTS=1, to docs/screenshots/, which the README shows.
+ * UPDATE_SCREENSHOTS=1, to docs/screenshots/, which docs/dashboard.md shows.
  */
 import { serve } from '@hono/node-server';
 import { mkdir, stat } from 'node:fs/promises';
