@@ -85,7 +85,9 @@ async function main(): Promise<{ url: string; token: string; database: string }>
     return { url: runner.url, token, database };
   }
 
-  const proxy = await started(startNeonProxy(), (proxy) => proxy.close());
+  // Only the Worker (no Origin) calls it; no web page but the app's own may send it a request.
+  const appOrigins = [`http://127.0.0.1:${port}`, `http://localhost:${port}`];
+  const proxy = await started(startNeonProxy({ allowedOrigins: appOrigins }), (proxy) => proxy.close());
   const worker = await started(
     startWranglerDev({
       port,
