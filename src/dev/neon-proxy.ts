@@ -22,6 +22,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
+import { pgUrlOptions } from '../store/drivers/database-url.ts';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 
 export interface NeonProxyOptions {
@@ -84,7 +85,7 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
   function poolFor(connectionString: string): pg.Pool {
     let pool = pools.get(connectionString);
     if (!pool) {
-      pool = new pg.Pool({ connectionString, max: options.maxConnections ?? 10 });
+      pool = new pg.Pool({ ...pgUrlOptions(connectionString), max: options.maxConnections ?? 10 });
       // A connection dropped by the server must not crash the process: the pool replaces idle
       // clients ('error' on the pool), and a checked-out one fails its query or is discarded on release.
       pool.on('error', () => {});
