@@ -17,6 +17,7 @@ import { JOB_STATUSES, type JobStatus } from './core/types.ts';
 import type { EnqueueInput } from './runtime/enqueue.ts';
 import { createSkiplock, type Skiplock } from './runtime/skiplock.ts';
 import type { Task } from './runtime/task.ts';
+import { databaseUrlProblem, describeConnectionError } from './store/drivers/database-url.ts';
 import { createPgDriver } from './store/drivers/pg.ts';
 import { loadMigrations } from './store/migrations-fs.ts';
 import * as project from './tasks/index.ts';
@@ -79,6 +80,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (command === undefined) return usage('missing command');
   const url = process.env.DATABASE_URL;
   if (!url) return usage('DATABASE_URL is not set');
+  const problem = databaseUrlProblem(url);
+  if (problem) {
+    process.stderr.write(`skiplock: ${problem}\n`);
+    return 2;
+  }
 
   const sql = createPgDriver(url, { max: 2 });
   try {
@@ -91,7 +97,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof SkiplockError) {
       const { code, message, issues } = error;
       process.stderr.write(`${JSON.stringify({ error: { code, message, ...(issues ? { issues } : {}) } })}\n`);
-    } else process.stderr.write(`skiplock: ${error instanceof Error ? error.message : String(error)}\n`);
+    } else process.stderr.write(`skiplock: ${describeConnectionError(error, url) ?? (error instanceof Error ? error.message : String(error))}\n`);
     return 1;
   } finally {
     await sql.close();

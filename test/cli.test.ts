@@ -105,3 +105,31 @@ test('usage errors exit 2', async () => {
   const help = await cli(['--help']);
   expect(help.code).toBe(0);
 });
+
+test('a bad DATABASE_URL: one line naming it and what is wrong, no stack trace, no password', async () => {
+  const malformed = await cli(['jobs'], { DATABASE_URL: 'notaurl' });
+  expect(malformed.code).toBe(2);
+  expect(malformed.stderr.trim()).toBe('skiplock: DATABASE_URL is not a PostgreSQL URL (postgres://user:password@host:port/database): got "notaurl"');
+
+  const refused = new URL(db.url);
+  refused.port = '1';
+  const unreachable = await cli(['jobs'], { DATABASE_URL: refused.toString() });
+  expect(unreachable.code).toBe(1);
+  expect(unreachable.stderr.trim()).toBe('skiplock: DATABASE_URL: cannot connect to PostgreSQL at 127.0.0.1:1 (connection refused)');
+
+  const wrong = new URL(db.url);
+  wrong.password = 'not-it';
+  const denied = await cli(['migrate'], { DATABASE_URL: wrong.toString() });
+  expect(denied.code).toBe(1);
+  expect(denied.stderr.trim()).toMatch(/^skiplock: DATABASE_URL: PostgreSQL at 127\.0\.0\.1:\d+ refused the login: password authentication failed for user "postgres"$/);
+  expect(denied.stderr).not.toContain('not-it');
+});
+
+test('sslmode=require (as Neon writes it) prints no SECURITY WARNING; a server without TLS is one clear line', async () => {
+  const neonStyle = new URL(db.url);
+  neonStyle.search = '?sslmode=require&channel_binding=require';
+  const run = await cli(['jobs'], { DATABASE_URL: neonStyle.toString() });
+  expect(run.stderr).not.toContain('SECURITY WARNING');
+  expect(run.code).toBe(1);
+  expect(run.stderr.trim()).toMatch(/^skiplock: DATABASE_URL: cannot connect to PostgreSQL at 127\.0\.0\.1:\d+ \(the server does not support SSL; remove sslmode from the URL for a local server\)$/);
+});

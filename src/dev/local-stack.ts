@@ -4,7 +4,8 @@
  *   → migrations → the local Neon proxy → the Worker in workerd (`wrangler dev`), reaching
  *   Postgres through @neondatabase/serverless as in production → a local cron driver (/__scheduled
  *   every minute). `npm run start:node` (--node) serves the Node runner instead of the last three.
- * It prints the URL and the API token when ready; SIGINT/SIGTERM stops everything it started.
+ * It prints the URL, the API token and (for the embedded PostgreSQL) a DATABASE_URL for the CLI
+ * when ready; SIGINT/SIGTERM stops everything it started. A bad PORT or DATABASE_URL is one line.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createSkiplock } from '../runtime/skiplock.ts';
-import { intFromEnv } from '../platform/env-options.ts';
+import { ConfigError, configErrorLine, databaseUrlFromEnv, portFromEnv } from '../platform/env-options.ts';
 import { startNodeRunner } from '../platform/node/runner.ts';
 import { onShutdownSignal } from '../platform/node/signals.ts';
 import { createPgDriver } from '../store/drivers/pg.ts';
@@ -30,7 +31,8 @@ const STATE_DIR = join(PROJECT_ROOT, '.skiplock');
 const DATABASE = 'skiplock';
 const env = process.env;
 const useNode = process.argv.includes('--node');
-const port = intFromEnv(env.PORT, 8787, 'PORT');
+// The connection string startup uses, for describing a failure to connect in one line.
+let connectingTo: string | undefined;
 
 // Everything started so far, stopped in reverse order on exit.
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -58,20 +60,31 @@ async function stopAll(): Promise<void> {
   }
 }
 
-async function main(): Promise<{ url: string; token: string; database: string }> {
+interface Ready {
+  url: string;
+  token: string;
+  database: string;
+  /** The connection string for the CLI, when this stack made the database (the user has their own). */
+  cliDatabaseUrl?: string;
+}
+
+async function main(): Promise<Ready> {
+  const port = portFromEnv(env.PORT, 8787);
+  let databaseUrl = env.DATABASE_URL ? databaseUrlFromEnv(env.DATABASE_URL) : undefined;
   await mkdir(STATE_DIR, { recursive: true });
   await assertPortFree(port);
   const token = env.API_TOKEN || (await localToken());
 
-  let databaseUrl = env.DATABASE_URL;
   let database = 'DATABASE_URL';
+  let cliDatabaseUrl: string | undefined;
   if (!databaseUrl) {
     const pg = await started(startLocalPostgres({ dir: join(STATE_DIR, 'postgres') }), (pg) => pg.stop());
     await createDatabaseIfMissing(pg.url, DATABASE);
-    databaseUrl = pg.urlFor(DATABASE);
-    database = `embedded PostgreSQL in .skiplock/postgres (port ${pg.port})`;
+    databaseUrl = cliDatabaseUrl = pg.urlFor(DATABASE);
+    database = `embedded PostgreSQL in .skiplock/postgres (port ${pg.port}; password in .skiplock/postgres.password)`;
   }
 
+  connectingTo = databaseUrl;
   const sql = await started(Promise.resolve(createPgDriver(databaseUrl, { max: 5 })), (sql) => sql.close());
   const { applied } = await migrate(sql, await loadMigrations());
   if (applied.length > 0) console.log(`[start] applied migrations ${applied.join(', ')}`);
@@ -82,10 +95,12 @@ async function main(): Promise<{ url: string; token: string; database: string }>
       startNodeRunner({ skiplock, apiToken: token, cronSecret: env.CRON_SECRET, port, drainMs: 3_000 }),
       (runner) => runner.stop(),
     );
-    return { url: runner.url, token, database };
+    return { url: runner.url, token, database, cliDatabaseUrl };
   }
 
-  const proxy = await started(startNeonProxy(), (proxy) => proxy.close());
+  // Only the Worker (no Origin) calls it; no web page but the app's own may send it a request.
+  const appOrigins = [`http://127.0.0.1:${port}`, `http://localhost:${port}`];
+  const proxy = await started(startNeonProxy({ allowedOrigins: appOrigins }), (proxy) => proxy.close());
   const worker = await started(
     startWranglerDev({
       port,
@@ -102,7 +117,7 @@ async function main(): Promise<{ url: string; token: string; database: string }>
   );
   const cron = startCronDriver(worker.url, (message) => console.error(`[start] ${message}`));
   cleanups.push(async () => cron.stop());
-  return { url: worker.url, token, database: `${database}, reached through the local Neon proxy` };
+  return { url: worker.url, token, database: `${database}, reached through the local Neon proxy`, cliDatabaseUrl };
 }
 
 /** The token kept in .skiplock/api-token, created on first use, so that it survives restarts like the data. */
@@ -127,7 +142,7 @@ async function createDatabaseIfMissing(adminUrl: string, name: string): Promise<
 function assertPortFree(port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const server = createServer();
-    server.once('error', () => reject(new Error(`port ${port} is in use: stop what uses it or set PORT`)));
+    server.once('error', () => reject(new ConfigError(`PORT ${port} is in use: stop what uses it or set PORT`)));
     server.listen(port, '127.0.0.1', () => server.close(() => resolve()));
   });
 }
@@ -139,7 +154,11 @@ function describeTiming({ timing }: Schedule): string {
   return `daily at ${(timing.daily ?? []).join(', ')}${tz}`;
 }
 
-function printReady({ url, token, database }: { url: string; token: string; database: string }): void {
+function printReady({ url, token, database, cliDatabaseUrl }: Ready): void {
+  // Single quotes for the shell: the URL has none (base64url password, fixed user and database).
+  const cli = cliDatabaseUrl === undefined ? '' : `
+  CLI        export DATABASE_URL='${cliDatabaseUrl}'
+             npx skiplock jobs --status dead`;
   console.log(`
 skiplock is running: ${useNode ? 'the Node runner, ticking every second' : 'the Worker in workerd (wrangler dev), ticked by a local minute cron'}
   URL        ${url}   (dashboard: ${url}/ , API docs: ${url}/openapi.json)
@@ -150,6 +169,7 @@ skiplock is running: ${useNode ? 'the Node runner, ticking every second' : 'the 
 
   curl -X POST ${url}/v1/jobs -H 'authorization: Bearer ${token}' -H 'content-type: application/json' \\
        -d '{"task":"echo","payload":{"message":"hello"}}'
+${cli}
 
 Ctrl-C stops everything.`);
 }
@@ -166,7 +186,9 @@ export function runLocalStack(): (reason: NodeJS.Signals) => void {
   });
   running.then(printReady, async (error: unknown) => {
     if (startup.signal.aborted) return; // a signal arrived during startup; the handler stops what started
-    console.error('[start] failed:', error);
+    const line = configErrorLine(error, connectingTo);
+    if (line === undefined) console.error('[start] failed:', error);
+    else console.error(`[start] ${line}`);
     await stopAll();
     process.exit(1);
   });

@@ -10,11 +10,19 @@
  * parses types itself from `fields[].dataTypeID`. An HTTP 400 body is copied field by field onto
  * the thrown error (`code`, `constraint`, ...); any other non-2xx status becomes
  * "Server error (HTTP status N): <body text>".
+ *
+ * Anything on this machine can reach a local port, web pages included, so both endpoints are
+ * under a random secret path segment (`/<token>/sql`, `/<token>/v2`) that only the app is given
+ * (the driver takes it as part of fetchEndpoint and of wsProxy's address); the Host must be a
+ * loopback name (a DNS-rebinding page sends its own), and a request with an Origin (a browser's)
+ * is refused unless that Origin is listed in `allowedOrigins`.
  */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
+import { pgUrlOptions } from '../store/drivers/database-url.ts';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 
 export interface NeonProxyOptions {
@@ -24,13 +32,15 @@ export interface NeonProxyOptions {
   host?: string;
   /** Max pooled pg connections per distinct connection string for HTTP /sql. Default 10. */
   maxConnections?: number;
+  /** Browser origins allowed to call the proxy, e.g. the app's own `http://127.0.0.1:8787`. Default none. */
+  allowedOrigins?: readonly string[];
 }
 
 export interface NeonProxy {
   port: number;
-  /** URL for neonConfig.fetchEndpoint, e.g. http://127.0.0.1:PORT/sql */
+  /** URL for neonConfig.fetchEndpoint, e.g. http://127.0.0.1:PORT/<token>/sql: a secret, like a password. */
   fetchEndpoint: string;
-  /** value for neonConfig.wsProxy: (host, port) => string */
+  /** value for neonConfig.wsProxy: (host, port) => string (the address carries the token too) */
   wsProxy: (host: string, port: number | string) => string;
   close(): Promise<void>;
 }
@@ -61,9 +71,12 @@ const ERROR_FIELDS = ['severity', 'code', 'detail', 'hint', 'position', 'interna
 const ISOLATION = new Map([['ReadUncommitted', 'READ UNCOMMITTED'], ['ReadCommitted', 'READ COMMITTED'],
   ['RepeatableRead', 'REPEATABLE READ'], ['Serializable', 'SERIALIZABLE']]);
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
+const LOOPBACK_HOST_HEADER = /^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?$/i;
 const MAX_BODY = 10 * 1024 * 1024;
 
 export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<NeonProxy> {
+  const token = randomBytes(24).toString('base64url');
+  const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const pools = new Map<string, pg.Pool>();
   const busy = new Set<pg.PoolClient>();
   const tcpSockets = new Set<net.Socket>();
@@ -72,7 +85,7 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
   function poolFor(connectionString: string): pg.Pool {
     let pool = pools.get(connectionString);
     if (!pool) {
-      pool = new pg.Pool({ connectionString, max: options.maxConnections ?? 10 });
+      pool = new pg.Pool({ ...pgUrlOptions(connectionString), max: options.maxConnections ?? 10 });
       // A connection dropped by the server must not crash the process: the pool replaces idle
       // clients ('error' on the pool), and a checked-out one fails its query or is discarded on release.
       pool.on('error', () => {});
@@ -152,10 +165,22 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
     ws.on('close', () => tcp.destroy());
   }
 
+  /** The route under the token, or a refusal: a foreign Host or Origin, a missing or wrong token. */
+  function authorize(req: IncomingMessage): { route: string } | { status: 403; message: string } {
+    if (!LOOPBACK_HOST_HEADER.test(req.headers.host ?? '')) return { status: 403, message: 'Host must be 127.0.0.1, localhost or [::1]' };
+    const origin = req.headers.origin;
+    if (origin !== undefined && !allowedOrigins.has(origin)) return { status: 403, message: `Origin ${origin} is not allowed` };
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const [, first = '', ...rest] = path.split('/');
+    if (!sameSecret(first, token)) return { status: 403, message: 'Missing or wrong proxy token in the path' };
+    return { route: `/${rest.join('/')}` };
+  }
+
   const wss = new WebSocketServer({ noServer: true });
   const server = http.createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    const handled = path === '/sql' ? handleSql(req, res) : Promise.reject(new RequestError(404, `No route for ${path}`));
+    const access = authorize(req);
+    const handled = 'status' in access ? Promise.reject(new RequestError(access.status, access.message))
+      : access.route === '/sql' ? handleSql(req, res) : Promise.reject(new RequestError(404, `No route for ${access.route}`));
     handled.catch((err: unknown) => {
       if (res.headersSent) return res.destroy();
       if (err instanceof RequestError) return send(res, err.status, { message: err.message });
@@ -165,8 +190,10 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => {});
     const url = new URL(req.url ?? '/', 'http://localhost');
+    const access = authorize(req);
     const target = parseAddress(url.searchParams.get('address'));
-    const refusal = closing ? '503 Service Unavailable' : url.pathname !== '/v2' ? '404 Not Found'
+    const refusal = closing ? '503 Service Unavailable' : 'status' in access ? '403 Forbidden'
+      : access.route !== '/v2' ? '404 Not Found'
       : !target ? '400 Bad Request' : !LOOPBACK.has(target.host) ? '403 Forbidden' : undefined;
     if (refusal || !target) {
       socket.end(`HTTP/1.1 ${refusal ?? '400 Bad Request'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
@@ -185,8 +212,8 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
 
   return {
     port,
-    fetchEndpoint: `http://${hostForUrl}:${port}/sql`,
-    wsProxy: (pgHost, pgPort) => `${hostForUrl}:${port}/v2?address=${pgHost}:${pgPort}`,
+    fetchEndpoint: `http://${hostForUrl}:${port}/${token}/sql`,
+    wsProxy: (pgHost, pgPort) => `${hostForUrl}:${port}/${token}/v2?address=${pgHost}:${pgPort}`,
     async close() {
       closing = true;
       for (const ws of wss.clients) ws.terminate();
@@ -263,6 +290,12 @@ function parseAddress(address: string | null): { host: string; port: number } | 
   const port = Number(address.slice(i + 1));
   if (!Number.isInteger(port) || port <= 0 || port > 65535) return undefined;
   return { host: address.slice(0, i).replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function send(res: ServerResponse, status: number, body: object): void {

@@ -3,6 +3,15 @@
  * variables over as strings (Vercel, Node) or as JSON values (wrangler `[vars]`), so both are read.
  */
 import type { TickOptions } from '../runtime/tick.ts';
+import { databaseUrlProblem, describeConnectionError } from '../store/drivers/database-url.ts';
+
+/** A variable set wrongly: entry points print its message alone, as one line, and exit non-zero. */
+export class ConfigError extends TypeError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
 
 export interface TickEnv {
   /** How long a tick may run, in ms (see each platform for its default and its limit). */
@@ -17,8 +26,39 @@ export interface TickEnv {
 export function intFromEnv(value: string | number | undefined, fallback: number, name: string): number {
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new TypeError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
   return n;
+}
+
+/** A TCP port (1…65535) from an environment variable, or `fallback` when it is unset or empty. */
+export function portFromEnv(value: string | undefined, fallback: number, name = 'PORT'): number {
+  if (value === undefined || value === '') return fallback;
+  const n = /^\d{1,5}$/.test(value.trim()) ? Number(value) : NaN;
+  if (!(n >= 1 && n <= 65535)) throw new ConfigError(`${name} must be an integer from 1 to 65535, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** A required variable, present and non-empty. */
+export function requiredEnv(value: string | undefined, name: string): string {
+  if (!value) throw new ConfigError(`${name} is not set`);
+  return value;
+}
+
+/** A PostgreSQL connection string from `name`, refused with one clear line when it cannot be one. */
+export function databaseUrlFromEnv(value: string | undefined, name = 'DATABASE_URL'): string {
+  const url = requiredEnv(value, name);
+  const problem = databaseUrlProblem(url, name);
+  if (problem) throw new ConfigError(problem);
+  return url;
+}
+
+/**
+ * The one line an entry point prints for an error of configuration: a ConfigError's message, or
+ * a connection failure on `databaseUrl` described with `name`; undefined for anything else.
+ */
+export function configErrorLine(error: unknown, databaseUrl?: string, name = 'DATABASE_URL'): string | undefined {
+  if (error instanceof ConfigError) return error.message;
+  return databaseUrl === undefined ? undefined : describeConnectionError(error, databaseUrl, name);
 }
 
 /** The tick options the variables set, over the platform's defaults. */

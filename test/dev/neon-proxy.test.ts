@@ -3,8 +3,9 @@
  * and its WebSocket `Pool`, on the suite's shared PostgreSQL (test/support/global-setup.ts).
  */
 import { neon, neonConfig, Pool, type NeonQueryFunction } from '@neondatabase/serverless';
+import { request } from 'node:http';
 import ws from 'ws';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../../src/dev/embedded-postgres.ts';
 import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
 import { statement } from '../../src/store/sql.ts';
@@ -149,7 +150,7 @@ test('HTTP raw: without Neon-Array-Mode rows are objects of raw text; bad JSON 4
   expect(missing.status).toBe(400);
   await missing.body?.cancel();
 
-  const notFound = await fetch(`http://127.0.0.1:${proxy.port}/nope`);
+  const notFound = await fetch(proxy.fetchEndpoint.replace(/\/sql$/, '/nope'));
   expect(notFound.status).toBe(404);
   await notFound.body?.cancel();
   const get = await fetch(proxy.fetchEndpoint);
@@ -197,9 +198,10 @@ test('WebSocket: non-loopback address refused (403), bad path 404', async () => 
     sock.on('open', () => { sock.close(); reject(new Error(`${path} was accepted`)); });
     sock.on('error', () => {});
   });
-  expect(await status('/v2?address=10.1.2.3:5432')).toBe(403);
-  expect(await status('/v2?address=example.com:5432')).toBe(403);
-  expect(await status('/v1?address=127.0.0.1:5432')).toBe(404);
+  const token = new URL(proxy.fetchEndpoint).pathname.replace(/\/sql$/, '');
+  expect(await status(`${token}/v2?address=10.1.2.3:5432`)).toBe(403);
+  expect(await status(`${token}/v2?address=example.com:5432`)).toBe(403);
+  expect(await status(`${token}/v1?address=127.0.0.1:5432`)).toBe(404);
 });
 
 test('close(): returns promptly with an HTTP query and a WebSocket client in flight', async () => {
@@ -230,4 +232,78 @@ test('close(): returns promptly with an HTTP query and a WebSocket client in fli
     await pool.end().catch(() => {});
     await own.close();
   }
+});
+
+describe('only the app that holds the token, on a loopback Host, from no foreign Origin', () => {
+  const base = () => `http://127.0.0.1:${proxy.port}`;
+  const tokenPath = () => new URL(proxy.fetchEndpoint).pathname.replace(/\/sql$/, '');
+  const post = (url: string, headers: Record<string, string> = {}) => fetch(url, {
+    method: 'POST', headers: { 'Neon-Connection-String': db.url, ...headers }, body: JSON.stringify({ query: 'SELECT 1 AS one', params: [] }),
+  }).then(async (r) => { await r.body?.cancel(); return r.status; });
+  /** The HTTP status of a WebSocket upgrade (101 when it opened). */
+  const upgrade = (path: string, headers: Record<string, string> = {}) => new Promise<number>((resolve) => {
+    const sock = new ws(`ws://127.0.0.1:${proxy.port}${path}`, { headers });
+    sock.on('unexpected-response', (_req, res) => { resolve(res.statusCode ?? 0); sock.terminate(); });
+    sock.on('open', () => { resolve(101); sock.close(); });
+    sock.on('error', () => {});
+  });
+  const pgAddress = () => `address=127.0.0.1:${new URL(db.url).port}`;
+
+  test('the endpoints carry a secret path segment', () => {
+    expect(tokenPath()).toMatch(/^\/[A-Za-z0-9_-]{20,}$/);
+    expect(proxy.wsProxy('127.0.0.1', 5432)).toBe(`127.0.0.1:${proxy.port}${tokenPath()}/v2?address=127.0.0.1:5432`);
+  });
+
+  test('/sql: the right token answers; a missing or wrong one is refused (403) before Postgres is reached', async () => {
+    expect(await post(proxy.fetchEndpoint)).toBe(200);
+    expect(await post(`${base()}/sql`)).toBe(403);
+    expect(await post(`${base()}/${'x'.repeat(32)}/sql`)).toBe(403);
+    expect(await post(`${base()}${tokenPath()}x/sql`)).toBe(403);
+  });
+
+  test('WebSocket: the right token opens; a missing or wrong one is refused (403)', async () => {
+    expect(await upgrade(`${tokenPath()}/v2?${pgAddress()}`)).toBe(101);
+    expect(await upgrade(`/v2?${pgAddress()}`)).toBe(403);
+    expect(await upgrade(`/${'x'.repeat(32)}/v2?${pgAddress()}`)).toBe(403);
+  });
+
+  test('a foreign Host (DNS rebinding) is refused (403), with the token too', async () => {
+    // fetch() may not set Host (a forbidden header): node:http can.
+    const postWithHost = (host: string) => new Promise<number>((resolve, reject) => {
+      const body = JSON.stringify({ query: 'SELECT 1', params: [] });
+      const req = request(proxy.fetchEndpoint, { method: 'POST', headers: { Host: host, 'Neon-Connection-String': db.url } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(await postWithHost(`evil.example:${proxy.port}`)).toBe(403);
+    expect(await postWithHost(`127.0.0.1.evil.example:${proxy.port}`)).toBe(403);
+    expect(await upgrade(`${tokenPath()}/v2?${pgAddress()}`, { Host: `evil.example:${proxy.port}` })).toBe(403);
+    expect(await postWithHost(`localhost:${proxy.port}`)).toBe(200);
+  });
+
+  test('a browser Origin that is not the app is refused (403); the app\'s own is served', async () => {
+    const app = await startNeonProxy({ allowedOrigins: ['http://127.0.0.1:8787'] });
+    try {
+      const endpoint = app.fetchEndpoint;
+      const path = new URL(endpoint).pathname.replace(/\/sql$/, '');
+      expect(await post(endpoint, { Origin: 'https://evil.example' })).toBe(403);
+      expect(await post(endpoint, { Origin: 'null' })).toBe(403);
+      expect(await post(endpoint, { Origin: 'http://127.0.0.1:8787' })).toBe(200);
+      const upgradeTo = (headers: Record<string, string>) => new Promise<number>((resolve) => {
+        const sock = new ws(`ws://127.0.0.1:${app.port}${path}/v2?${pgAddress()}`, { headers });
+        sock.on('unexpected-response', (_req, res) => { resolve(res.statusCode ?? 0); sock.terminate(); });
+        sock.on('open', () => { resolve(101); sock.close(); });
+        sock.on('error', () => {});
+      });
+      expect(await upgradeTo({ Origin: 'https://evil.example' })).toBe(403);
+      expect(await upgradeTo({ Origin: 'http://127.0.0.1:8787' })).toBe(101);
+    } finally {
+      await app.close();
+    }
+    // With no allowed origin, any Origin at all is refused.
+    expect(await post(proxy.fetchEndpoint, { Origin: `http://127.0.0.1:${proxy.port}` })).toBe(403);
+  });
 });

@@ -1,10 +1,12 @@
 /** The Node runner on a real PostgreSQL: it serves the API, ticks on its own, and shuts down gracefully. */
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { freePort } from '../../src/dev/embedded-postgres.ts';
 import { startNodeRunner, type NodeRunner } from '../../src/platform/node/runner.ts';
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
 import { statement } from '../../src/store/sql.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { lines, runEntry, type EntryRun } from '../support/spawn-entry.ts';
 
 const TOKEN = 'node-runner-token';
 let db: TestDb;
@@ -69,4 +71,41 @@ test('graceful shutdown: stops claiming, lets running jobs finish within drainMs
   await new Promise((resolve) => setTimeout(resolve, 300));
   const [{ n } = { n: -1 }] = await db.sql.query<{ n: number }>(statement(`SELECT count(*)::int AS n FROM skiplock.job WHERE status <> 'QUEUED' AND payload->>'message' = 'after'`));
   expect(n).toBe(0);
+});
+
+describe('main.ts with a bad configuration: one line on stderr, no stack trace, exit code 1', () => {
+  const main = async (env: Record<string, string | undefined>) =>
+    runEntry('src/platform/node/main.ts', [], { API_TOKEN: TOKEN, DATABASE_URL: db.url, PORT: String(await freePort()), HOST: '127.0.0.1', ...env });
+  const expectOneLine = (run: EntryRun, pattern: RegExp) => {
+    expect(run.code, run.stderr).toBe(1);
+    expect(lines(run.stderr), run.stderr).toHaveLength(1);
+    expect(run.stderr).toMatch(pattern);
+  };
+
+  test('PORT=abc, PORT=80000, DRAIN_MS=-1', async () => {
+    expectOneLine(await main({ PORT: 'abc' }), /^\[skiplock\] PORT must be an integer from 1 to 65535, got "abc"$/m);
+    expectOneLine(await main({ PORT: '80000' }), /PORT must be an integer from 1 to 65535, got "80000"/);
+    expectOneLine(await main({ DRAIN_MS: '-1' }), /DRAIN_MS must be a positive integer, got "-1"/);
+  });
+
+  test('DATABASE_URL or API_TOKEN missing', async () => {
+    expectOneLine(await main({ DATABASE_URL: undefined }), /DATABASE_URL is not set/);
+    expectOneLine(await main({ API_TOKEN: '' }), /API_TOKEN is not set/);
+  });
+
+  test('DATABASE_URL malformed, unreachable, refusing the password', async () => {
+    expectOneLine(await main({ DATABASE_URL: 'notaurl' }), /DATABASE_URL is not a PostgreSQL URL/);
+    const refused = new URL(db.url);
+    refused.port = String(await freePort());
+    expectOneLine(await main({ DATABASE_URL: refused.toString() }), /DATABASE_URL: cannot connect to PostgreSQL at 127\.0\.0\.1:\d+ \(connection refused\)/);
+    const unknownHost = new URL(db.url);
+    unknownHost.hostname = 'no-such-host.invalid';
+    expectOneLine(await main({ DATABASE_URL: unknownHost.toString() }), /DATABASE_URL: cannot connect to PostgreSQL at no-such-host\.invalid:\d+ \(host not found\)/);
+    const wrong = new URL(db.url);
+    wrong.password = 'wrong';
+    expectOneLine(await main({ DATABASE_URL: wrong.toString() }), /DATABASE_URL: .*password authentication failed for user "postgres"/);
+    const noDb = new URL(db.url);
+    noDb.pathname = '/no_such_database';
+    expectOneLine(await main({ DATABASE_URL: noDb.toString() }), /DATABASE_URL: .*database "no_such_database" does not exist/);
+  });
 });

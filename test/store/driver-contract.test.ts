@@ -9,6 +9,7 @@ import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
 import { createSkiplock, defineTask } from '../../src/index.ts';
 import { createNeonHttpDriver } from '../../src/store/drivers/neon-http.ts';
 import { createNeonWsDriver } from '../../src/store/drivers/neon-ws.ts';
+import { databaseUrlProblem, pgUrlOptions } from '../../src/store/drivers/database-url.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { loadMigrations } from '../../src/store/migrations-fs.ts';
@@ -106,5 +107,41 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
     expect(ran.sort((x, y) => x - y)).toEqual([...Array.from({ length: 50 }, (_, n) => n), 99]);
     expect(await skiplock.getJob(enqueued[0]!.job.id)).toMatchObject({ status: 'DONE', attempts: 2, result: { n: 0 } });
     expect(await skiplock.reap()).toBe(0);
+  });
+});
+
+describe('connection strings as users paste them', () => {
+  test("Neon's ?sslmode=require&channel_binding=require: verify-full (what pg 8 does with require, without its warning) and channel binding", () => {
+    const neon = 'postgresql://alex:AbC123@ep-cool-darkness-123456-pooler.us-east-2.aws.neon.tech/neondb?sslmode=require&channel_binding=require';
+    expect(pgUrlOptions(neon)).toStrictEqual({
+      connectionString: 'postgresql://alex:AbC123@ep-cool-darkness-123456-pooler.us-east-2.aws.neon.tech/neondb?sslmode=verify-full',
+      enableChannelBinding: true,
+    });
+    expect(pgUrlOptions('postgres://u:p@h/db?sslmode=verify-full').connectionString).toBe('postgres://u:p@h/db?sslmode=verify-full');
+    expect(pgUrlOptions('postgres://u:p@h/db?sslmode=disable').connectionString).toBe('postgres://u:p@h/db?sslmode=disable');
+    expect(pgUrlOptions('postgres://u:p@h/db?uselibpqcompat=true&sslmode=require').connectionString).toBe('postgres://u:p@h/db?uselibpqcompat=true&sslmode=require');
+    expect(pgUrlOptions('postgres://u:p@h/db')).toStrictEqual({ connectionString: 'postgres://u:p@h/db' });
+  });
+
+  test('pg prints no SECURITY WARNING for them', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', onWarning);
+    try {
+      const sql = createPgDriver('postgres://u:p@127.0.0.1:1/db?sslmode=require&channel_binding=require', { connectionTimeoutMillis: 2_000 });
+      await sql.query(statement('SELECT 1')).catch(() => {});
+      await sql.close();
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((w) => w.includes('SECURITY WARNING'))).toStrictEqual([]);
+  });
+
+  test('a malformed one is named, with what was expected, and never shows its password', () => {
+    expect(databaseUrlProblem('notaurl')).toBe('DATABASE_URL is not a PostgreSQL URL (postgres://user:password@host:port/database): got "notaurl"');
+    expect(databaseUrlProblem('mysql://u:secret@h/db')).toBe('DATABASE_URL is not a PostgreSQL URL (postgres://user:password@host:port/database): got "mysql://u:***@h/db"');
+    expect(databaseUrlProblem('postgres://u:secret@h:99999/db')).toMatch(/got "postgres:\/\/u:\*\*\*@h:99999\/db"/);
+    for (const ok of ['postgres://u:p@h:5432/db', 'postgresql://h/db?sslmode=require', '/var/run/postgresql', 'socket:/tmp?db=x']) expect(databaseUrlProblem(ok)).toBeUndefined();
   });
 });

@@ -2,38 +2,57 @@
  * Self-hosting on Node: `DATABASE_URL=postgres://… API_TOKEN=… node --experimental-strip-types
  * src/platform/node/main.ts`. Migrates, then serves the API and ticks every second until SIGINT or
  * SIGTERM (graceful: running jobs get DRAIN_MS to finish, the rest go back to the queue).
- * Runs the tasks and schedules of src/tasks/index.ts.
+ * Runs the tasks and schedules of src/tasks/index.ts. A variable set wrongly, or a database it
+ * cannot reach, is one line on stderr and exit code 1.
  */
 import { createSkiplock } from '../../runtime/skiplock.ts';
 import { createPgDriver } from '../../store/drivers/pg.ts';
 import { loadMigrations } from '../../store/migrations-fs.ts';
 import { schedules, tasks } from '../../tasks/index.ts';
-import { intFromEnv, tickOptionsFromEnv } from '../env-options.ts';
+import { ConfigError, configErrorLine, databaseUrlFromEnv, intFromEnv, portFromEnv, requiredEnv, tickOptionsFromEnv } from '../env-options.ts';
 import { startNodeRunner } from './runner.ts';
 import { onShutdownSignal } from './signals.ts';
 
 const env = process.env;
-if (!env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
-if (!env.API_TOKEN) throw new Error('API_TOKEN is not set');
+let databaseUrl: string | undefined;
 
-const sql = createPgDriver(env.DATABASE_URL);
-const skiplock = createSkiplock({ sql, tasks, schedules });
-await skiplock.migrate(await loadMigrations());
-// TICK_BUDGET_MS is the budget of /v1/tick and of an enqueue's tick; the loop's ticks run until idle.
-const tick = tickOptionsFromEnv(env, { budgetMs: 30_000, pollIntervalMs: 1_000 });
-const runner = await startNodeRunner({
-  skiplock,
-  apiToken: env.API_TOKEN,
-  cronSecret: env.CRON_SECRET,
-  port: intFromEnv(env.PORT, 8787, 'PORT'),
-  hostname: env.HOST ?? '0.0.0.0',
-  tick,
-  requestTickBudgetMs: tick.budgetMs,
-  drainMs: intFromEnv(env.DRAIN_MS, 10_000, 'DRAIN_MS'),
-});
-console.log(`[skiplock] listening on ${runner.url}`);
-onShutdownSignal(async (signal) => {
-  console.log(`[skiplock] ${signal}: draining`);
-  await runner.stop();
-  await sql.close();
-});
+async function main(): Promise<void> {
+  databaseUrl = databaseUrlFromEnv(env.DATABASE_URL);
+  const apiToken = requiredEnv(env.API_TOKEN, 'API_TOKEN');
+  const port = portFromEnv(env.PORT, 8787);
+  const drainMs = intFromEnv(env.DRAIN_MS, 10_000, 'DRAIN_MS');
+  // TICK_BUDGET_MS is the budget of /v1/tick and of an enqueue's tick; the loop's ticks run until idle.
+  const tick = tickOptionsFromEnv(env, { budgetMs: 30_000, pollIntervalMs: 1_000 });
+
+  const sql = createPgDriver(databaseUrl);
+  const skiplock = createSkiplock({ sql, tasks, schedules });
+  await skiplock.migrate(await loadMigrations());
+  const runner = await startNodeRunner({
+    skiplock,
+    apiToken,
+    cronSecret: env.CRON_SECRET,
+    port,
+    hostname: env.HOST ?? '0.0.0.0',
+    tick,
+    requestTickBudgetMs: tick.budgetMs,
+    drainMs,
+  }).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new ConfigError(`PORT ${port} is in use: stop what uses it or set PORT`);
+    throw error;
+  });
+  console.log(`[skiplock] listening on ${runner.url}`);
+  onShutdownSignal(async (signal) => {
+    console.log(`[skiplock] ${signal}: draining`);
+    await runner.stop();
+    await sql.close();
+  });
+}
+
+try {
+  await main();
+} catch (error) {
+  const line = configErrorLine(error, databaseUrl);
+  if (line === undefined) throw error;
+  console.error(`[skiplock] ${line}`);
+  process.exit(1);
+}

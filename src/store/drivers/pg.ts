@@ -1,10 +1,14 @@
 import pg from 'pg';
 import type { Row, Sql, Statement } from '../sql.ts';
+import { pgUrlOptions } from './database-url.ts';
 
-/** A `pg` Pool, or a connection string to create one (closed by `close()`). */
+/**
+ * A `pg` Pool, or a connection string to create one (closed by `close()`). A string's libpq-style
+ * `sslmode=require` and `channel_binding=require` (Neon's) are read as database-url.ts says.
+ */
 export function createPgDriver(poolOrUrl: pg.Pool | string, options: pg.PoolConfig = {}): Sql {
   const owned = typeof poolOrUrl === 'string';
-  const pool = owned ? new pg.Pool({ connectionString: poolOrUrl, ...options }) : poolOrUrl;
+  const pool = owned ? new pg.Pool({ ...pgUrlOptions(poolOrUrl), ...options }) : poolOrUrl;
   // An idle client dropped by the server must not crash the process; the next query reconnects.
   if (owned) pool.on('error', () => {});
 

@@ -1,0 +1,92 @@
+/**
+ * The embedded PostgreSQL of `npm start`: its superuser has a random password per data directory,
+ * kept in a 0600 file beside the directory, checked with SCRAM, and reused when the same directory
+ * starts again. A directory made before this (fixed password `skiplock`) is moved over on start.
+ */
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { startLocalPostgres, type LocalPostgres } from '../../src/dev/embedded-postgres.ts';
+
+let root: string;
+let dir: string;
+let server: LocalPostgres | undefined;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'skiplock-embedded-'));
+  await chmod(root, 0o755);
+  dir = join(root, 'postgres');
+});
+afterAll(async () => {
+  await server?.stop();
+  await rm(root, { recursive: true, force: true });
+});
+
+/** Connects with `password` instead of the one in `url`; resolves to the SQLSTATE of a refusal, or 'ok'. */
+async function login(url: string, password?: string): Promise<string> {
+  const config = new URL(url);
+  if (password !== undefined) config.password = password;
+  const client = new pg.Client({ connectionString: config.toString() });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return 'ok';
+  } catch (error) {
+    return String((error as { code?: string }).code ?? error);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+const passwordFile = () => join(root, 'postgres.password');
+
+test('a fresh directory gets a random password, in a 0600 file beside it; SCRAM refuses any other', async () => {
+  server = await startLocalPostgres({ dir });
+  const password = (await readFile(passwordFile(), 'utf8')).trim();
+  expect(password).toMatch(/^[A-Za-z0-9_-]{24,}$/);
+  expect((await stat(passwordFile())).mode & 0o777).toBe(0o600);
+  expect(decodeURIComponent(new URL(server.url).password)).toBe(password);
+  expect(server.url).not.toContain(':skiplock@');
+
+  expect(await login(server.url)).toBe('ok');
+  expect(await login(server.url, 'skiplock')).toBe('28P01');
+  expect(await login(server.url, `${password}x`)).toBe('28P01');
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query(`SELECT DISTINCT auth_method FROM pg_hba_file_rules WHERE error IS NULL`);
+    expect(rows.map((r) => r.auth_method)).toStrictEqual(['scram-sha-256']);
+  } finally {
+    await admin.end();
+  }
+});
+
+test('the same directory starts again with the same password', async () => {
+  const before = server!.url;
+  await server!.stop();
+  server = await startLocalPostgres({ dir });
+  expect(server.url.replace(/:\d+\//, ':PORT/')).toBe(before.replace(/:\d+\//, ':PORT/'));
+  expect(await login(server.url)).toBe('ok');
+});
+
+test('a directory made with the old fixed password gets a random one and SCRAM on its next start', async () => {
+  // Put the directory back as the previous version left it: password `skiplock`, `password` auth, no file.
+  const admin = new pg.Client({ connectionString: server!.url });
+  await admin.connect();
+  await admin.query(`ALTER ROLE postgres PASSWORD 'skiplock'`);
+  await admin.end();
+  await server!.stop();
+  const hba = join(dir, 'pg_hba.conf');
+  await writeFile(hba, (await readFile(hba, 'utf8')).replaceAll('scram-sha-256', 'password'));
+  await rm(passwordFile());
+
+  server = await startLocalPostgres({ dir });
+  const password = (await readFile(passwordFile(), 'utf8')).trim();
+  expect(password).not.toBe('skiplock');
+  expect((await stat(passwordFile())).mode & 0o777).toBe(0o600);
+  expect(await login(server.url)).toBe('ok');
+  expect(await login(server.url, 'skiplock')).toBe('28P01');
+  expect(await readFile(hba, 'utf8')).not.toMatch(/\spassword\s*$/m);
+});
