@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { ALARM_INTERVAL_MS, tickAndPlanNext } from '../../src/runtime/alarm-ticker.ts';
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
 import { statement } from '../../src/store/sql.ts';
+import { msUntilNextWork } from '../../src/store/wakeup.ts';
 import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
 import { echo, exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
@@ -161,5 +162,23 @@ describe('schedules keep the ticker awake until their next instant', () => {
                   ('bad-zone', 'dynamic', '*/10 * * * * *', 'Nowhere/Atlantis', 'echo', '${T0.toISOString()}')`);
     const ticker = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, now: clock.now });
     expect((await tickAndPlanNext(ticker, TICK)).nextInMs).toBeNull();
+  });
+
+  test("in a shared database, its next instant is found without walking another service's schedules", async () => {
+    const clock = clockAt(T0);
+    // 5,000 schedules of another service, all due before this deployment's one (statistics skewed
+    // toward that service's task): the wake-up question probes per task, it does not walk them.
+    await insert(`INSERT INTO skiplock.schedule (name, source, every_ms, task, watermark, next_run_at)
+                  SELECT 'other-' || g, 'dynamic', 60000, 'another-service', '${T0.toISOString()}', '${T0.toISOString()}'::timestamptz + g * interval '1 millisecond'
+                    FROM generate_series(1, 5000) g`);
+    await insert(`INSERT INTO skiplock.schedule (name, source, every_ms, task, watermark, next_run_at)
+                  VALUES ('mine', 'dynamic', 60000, 'echo', '${T0.toISOString()}', '${T0.toISOString()}'::timestamptz + interval '57 seconds')`);
+    await insert(`ANALYZE skiplock.schedule`);
+    const ticker = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, now: clock.now });
+    expect(await ticker.msUntilNextWork(TICK)).toBe(57_000);
+    const wake = msUntilNextWork({ now: T0, tasks: [...ticker.tasks.keys()], budgetMs: 14_000, schedules: [] });
+    const plan = (await db.sql.query(statement(`EXPLAIN (ANALYZE, COSTS OFF) ${wake.text}`, wake.values))).map((r) => String(Object.values(r)[0]));
+    const walked = plan.map((line) => Number(/Rows Removed by Filter: (\d+)/.exec(line)?.[1] ?? 0)).reduce((a, b) => a + b, 0);
+    expect(walked, plan.join('\n')).toBeLessThan(10);
   });
 });
