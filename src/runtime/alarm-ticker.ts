@@ -1,7 +1,9 @@
 /**
  * One wake-up of a self-scheduling ticker (the Cloudflare Durable Object's alarm): tick until
- * idle, then say when to wake up next — in a second while jobs are due or running anywhere, at
- * the next due job when that is later, never when the queue is empty (an enqueue wakes it again).
+ * idle, then say when to wake up next — in a second while jobs are due or running anywhere, else
+ * at the next due job or the next instant of a schedule this deployment fires, whichever comes
+ * first; never when neither exists (an enqueue wakes it again, and so does the minute cron, which
+ * is how a schedule put between two wake-ups is seen).
  */
 import type { TickResult } from '../core/types.ts';
 import type { Skiplock } from './skiplock.ts';

@@ -200,6 +200,16 @@ function unstoredInfo(schedule: Schedule): ScheduleInfo {
   };
 }
 
+/**
+ * Milliseconds from the database's clock (`row.now`) to the next instant of a schedule whose next
+ * run no tick has stored yet (a row of msUntilNextWork, src/store/wakeup.ts); null when it has
+ * none or its timing cannot be computed here (a tick logs that; waking up for it would not help).
+ */
+export function msUntilFirstRun(row: Row): number | null {
+  const next = safeNext(() => timelineOf(timingOf(row), String(row.name)).next(toDate(row.watermark)));
+  return next === null ? null : next.getTime() - toDate(row.now).getTime();
+}
+
 function safeNext(next: () => Date | null): Date | null {
   try {
     return next();

@@ -10,12 +10,12 @@ import type { Clock } from '../store/clock.ts';
 import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
 import { msUntilNextWork } from '../store/wakeup.ts';
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
-import { mapJob } from '../store/rows.ts';
+import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
 import { createAdminOperations, isJobId, type AdminOperations } from './admin.ts';
 import { enqueueJobs, type EnqueueInput, type EnqueueResult } from './enqueue.ts';
 import type { Schedule } from './schedule-definition.ts';
-import { createScheduleOperations, type ScheduleOperations } from './schedules.ts';
+import { createScheduleOperations, msUntilFirstRun, type ScheduleOperations } from './schedules.ts';
 import { createRegistry, type Task, type TaskRegistry } from './task.ts';
 import { consoleLog, warnOnceWith, type Logger } from './log.ts';
 import { TICK_DEFAULTS, tick, type TickOptions } from './tick.ts';
@@ -85,7 +85,8 @@ export interface Skiplock extends AdminOperations, ScheduleOperations {
   reap(): Promise<number>;
   /**
    * Milliseconds until a tick with these options could next do something (a claimable job falls
-   * due; 0 while one of its tasks' jobs runs); null when there is nothing to wait for. For
+   * due; 0 while one of its tasks' jobs runs; a schedule it fires is next due); null when there is
+   * nothing to wait for. For
    * self-scheduling tickers (the Durable Object alarm).
    */
   msUntilNextWork(options?: TickOptions): Promise<number | null>;
@@ -105,6 +106,7 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
   const log = config.log ?? consoleLog;
   const tickMetrics = createTickMetrics();
   const warnOnce = warnOnceWith(log);
+  const staticScheduleNames = (config.schedules ?? []).map((s) => s.name);
   const schedules = createScheduleOperations({ sql, registry, schedules: config.schedules ?? [], now, log, warnOnce });
 
   const enqueueBatch = (inputs: readonly EnqueueInput[]) => enqueueJobs(sql, registry, inputs, now(), { batch: true });
@@ -151,8 +153,10 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
     prune,
     async msUntilNextWork(options) {
       const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...config.tick, ...options };
-      const [row] = await sql.query(msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs }));
-      return row?.ms === null || row?.ms === undefined ? null : Number(row.ms);
+      const rows = await sql.query(msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticScheduleNames }));
+      // Work and stored next runs come as one figure; schedules put since the last tick, one row each.
+      const ms = rows.map((row) => (toBool(row.uncomputed) ? msUntilFirstRun(row) : row.ms === null || row.ms === undefined ? null : Number(row.ms)));
+      return ms.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);
     },
     async getJob(id) {
       if (!isJobId(id)) return undefined;

@@ -3,20 +3,51 @@ import { NOW, clock, type Clock } from './clock.ts';
 import { statement, type Statement } from './sql.ts';
 
 /**
- * Milliseconds from now until the next thing a tick of this deployment could do: the earliest
- * QUEUED job it could claim (one of its tasks, attempts left, a timeout within the tick's budget)
- * becomes due (skiplock.next_claimable_at, migration 005: a few index probes, whatever the
- * backlog), or — while a job of its tasks is RUNNING — now: a running job may end in a retry due
- * within a second (or lose its lease to the reaper), so a ticker keeps ticking while work is
- * under way. Work no tick of this deployment can take never keeps it awake. Negative means
- * overdue; null means there is nothing to wait for.
+ * Schedules whose next run no tick has computed yet (put since the last tick), returned for the
+ * caller to compute in JS (cron-parser: up to ~1 ms of CPU each); any more wait for the next tick.
  */
-export function msUntilNextWork(p: { now: Clock; tasks: readonly string[]; budgetMs: number }): Statement {
+export const UNCOMPUTED_SCHEDULES_LIMIT = 20;
+
+/**
+ * Milliseconds from now until the next thing a tick of this deployment could do, as the first
+ * row's `ms`:
+ *   - the earliest QUEUED job it could claim (one of its tasks, attempts left, a timeout within
+ *     the tick's budget) becomes due (skiplock.next_claimable_at, migration 005: a few index
+ *     probes, whatever the backlog);
+ *   - while a job of its tasks is RUNNING, now: a running job may end in a retry due within a
+ *     second (or lose its lease to the reaper), so a ticker keeps ticking while work is under way;
+ *   - the next run of a schedule it fires: the static ones it defines (`schedules`, by name) and
+ *     the dynamic ones of its tasks, enabled — not another service's in a shared database.
+ * Work no tick of this deployment can take never keeps it awake. Negative means overdue; null
+ * means there is nothing to wait for.
+ *
+ * A schedule put or changed since the last tick has no next run stored yet (its timing is in cron
+ * syntax, which SQL cannot read): such rows follow, `uncomputed`, with their timing, watermark and
+ * the clock, at most UNCOMPUTED_SCHEDULES_LIMIT of them.
+ */
+export function msUntilNextWork(p: { now: Clock; tasks: readonly string[]; budgetMs: number; schedules: readonly string[] }): Statement {
   return statement(
-    `SELECT floor(extract(epoch FROM least(
+    `SELECT false AS uncomputed,
+            floor(extract(epoch FROM least(
               skiplock.next_claimable_at($2::text[], $3),
-              (SELECT ${NOW} WHERE EXISTS (SELECT 1 FROM skiplock.job WHERE status = 'RUNNING' AND task = ANY($2::text[])))
-            ) - ${NOW}) * 1000)::bigint AS ms`,
-    [clock(p.now), p.tasks, p.budgetMs],
+              (SELECT ${NOW} WHERE EXISTS (SELECT 1 FROM skiplock.job WHERE status = 'RUNNING' AND task = ANY($2::text[]))),
+              -- Its static schedules by name; its dynamic ones, the first of each task (schedule_task_due_idx,
+              -- migration 008). \`enabled IS NOT FALSE\` (enabled is NOT NULL: the same rows) does not imply
+              -- schedule_due_idx's predicate: with a skewed task column the planner took that index and
+              -- walked every other service's schedule due earlier (0.3 s at 100,000 schedules).
+              (SELECT min(s.next_run_at) FROM skiplock.schedule s WHERE s.name = ANY($4::text[]) AND s.enabled),
+              (SELECT min((SELECT s.next_run_at FROM skiplock.schedule s
+                            WHERE s.source = 'dynamic' AND s.task = t.task AND s.next_run_at IS NOT NULL AND s.enabled IS NOT FALSE
+                            ORDER BY s.next_run_at LIMIT 1))
+                 FROM unnest($2::text[]) AS t(task))
+            ) - ${NOW}) * 1000)::bigint AS ms,
+            NULL AS name, NULL AS cron, NULL::bigint AS every_ms, NULL::text[] AS daily, NULL AS tz, NULL::timestamptz AS watermark, NULL::timestamptz AS now
+     UNION ALL
+     -- Not computed yet: the NULL entries of schedule_due_idx, few (a tick computes them).
+     (SELECT true, NULL, s.name, s.cron, s.every_ms, s.daily, s.tz, s.watermark, ${NOW} FROM skiplock.schedule s
+       WHERE s.enabled AND s.next_run_at IS NULL
+         AND (s.name = ANY($4::text[]) OR (s.source = 'dynamic' AND s.task = ANY($2::text[])))
+       LIMIT ${UNCOMPUTED_SCHEDULES_LIMIT})`,
+    [clock(p.now), p.tasks, p.budgetMs, p.schedules],
   );
 }

@@ -1,8 +1,10 @@
-import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { ALARM_INTERVAL_MS, tickAndPlanNext } from '../../src/runtime/alarm-ticker.ts';
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
 import { statement } from '../../src/store/sql.ts';
-import { exampleTasks } from '../../src/tasks/examples.ts';
+import { msUntilNextWork } from '../../src/store/wakeup.ts';
+import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
+import { echo, exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
 let db: TestDb;
@@ -103,4 +105,80 @@ test('next_claimable_at (the wake-up) and claimable_jobs (the claim) agree on wh
   }
   expect(found.filter((d) => d !== null).length).toBeGreaterThanOrEqual(3); // the cases reach real jobs
   expect(found.at(-1)).toBeNull();
+});
+
+describe('schedules keep the ticker awake until their next instant', () => {
+  const T0 = new Date('2026-06-01T12:00:03.000Z');
+  const every10s = defineSchedule({ name: 'every-10s', cron: '*/10 * * * * *', task: echo, payload: { message: 'tick' } });
+  const clockAt = (start: Date) => {
+    let t = start.getTime();
+    return { now: () => new Date(t), advance: (ms: number) => void (t += ms) };
+  };
+  beforeEach(() => db.sql.query(statement(`TRUNCATE skiplock.schedule CASCADE`)));
+
+  test('a static per-10-seconds schedule, idle queue: wake up by its next instant, and it fires all six in a minute', async () => {
+    const clock = clockAt(T0);
+    const ticker = createSkiplock({ sql: db.sql, tasks: exampleTasks, schedules: [every10s], log: () => {}, now: clock.now });
+    const first = await tickAndPlanNext(ticker, TICK);
+    expect(first.nextInMs).not.toBeNull();
+    expect(first.nextInMs!).toBeLessThanOrEqual(10_000);
+    expect(first.nextInMs).toBe(7_000); // 12:00:10 from 12:00:03
+    // Follow the alarm for a minute: each wake-up lands on an instant, and every instant fires.
+    let next = first.nextInMs!;
+    let fired = 0;
+    for (let i = 0; i < 6; i += 1) {
+      clock.advance(next);
+      const { result, nextInMs } = await tickAndPlanNext(ticker, TICK);
+      fired += result.fired;
+      expect(result.done).toBe(1);
+      expect(nextInMs).toBe(10_000);
+      next = nextInMs!;
+    }
+    expect(fired).toBe(6);
+    const [row] = await db.sql.query(statement(`SELECT count(*)::int AS n FROM skiplock.cron_firing WHERE schedule_name = 'every-10s'`));
+    expect(row!.n).toBe(6);
+  });
+
+  test('a dynamic schedule of one of its tasks counts, also before any tick computed its next run', async () => {
+    const clock = clockAt(T0);
+    const ticker = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, now: clock.now });
+    await ticker.putSchedule('tenant-1', { cron: '*/10 * * * * *', task: 'echo', payload: { message: 'x' } });
+    // Put after the last tick: its next run is not stored yet.
+    expect(await ticker.msUntilNextWork(TICK)).toBe(7_000);
+    await tickAndPlanNext(ticker, TICK);
+    expect(await ticker.msUntilNextWork(TICK)).toBe(7_000);
+  });
+
+  test("schedules this deployment does not fire never keep it awake", async () => {
+    const clock = clockAt(T0);
+    // Another service's dynamic schedule (a task this deployment lacks), another deployment's
+    // static one, a disabled one, and one whose timing this runtime cannot compute.
+    await insert(`INSERT INTO skiplock.schedule (name, source, cron, task, watermark) VALUES
+                  ('other-task', 'dynamic', '*/10 * * * * *', 'another-service', '${T0.toISOString()}'),
+                  ('other-deploy', 'static', '*/10 * * * * *', 'echo', '${T0.toISOString()}')`);
+    await insert(`INSERT INTO skiplock.schedule (name, source, cron, task, enabled, watermark) VALUES
+                  ('off', 'dynamic', '*/10 * * * * *', 'echo', false, '${T0.toISOString()}')`);
+    await insert(`INSERT INTO skiplock.schedule (name, source, cron, tz, task, watermark) VALUES
+                  ('bad-zone', 'dynamic', '*/10 * * * * *', 'Nowhere/Atlantis', 'echo', '${T0.toISOString()}')`);
+    const ticker = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, now: clock.now });
+    expect((await tickAndPlanNext(ticker, TICK)).nextInMs).toBeNull();
+  });
+
+  test("in a shared database, its next instant is found without walking another service's schedules", async () => {
+    const clock = clockAt(T0);
+    // 5,000 schedules of another service, all due before this deployment's one (statistics skewed
+    // toward that service's task): the wake-up question probes per task, it does not walk them.
+    await insert(`INSERT INTO skiplock.schedule (name, source, every_ms, task, watermark, next_run_at)
+                  SELECT 'other-' || g, 'dynamic', 60000, 'another-service', '${T0.toISOString()}', '${T0.toISOString()}'::timestamptz + g * interval '1 millisecond'
+                    FROM generate_series(1, 5000) g`);
+    await insert(`INSERT INTO skiplock.schedule (name, source, every_ms, task, watermark, next_run_at)
+                  VALUES ('mine', 'dynamic', 60000, 'echo', '${T0.toISOString()}', '${T0.toISOString()}'::timestamptz + interval '57 seconds')`);
+    await insert(`ANALYZE skiplock.schedule`);
+    const ticker = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, now: clock.now });
+    expect(await ticker.msUntilNextWork(TICK)).toBe(57_000);
+    const wake = msUntilNextWork({ now: T0, tasks: [...ticker.tasks.keys()], budgetMs: 14_000, schedules: [] });
+    const plan = (await db.sql.query(statement(`EXPLAIN (ANALYZE, COSTS OFF) ${wake.text}`, wake.values))).map((r) => String(Object.values(r)[0]));
+    const walked = plan.map((line) => Number(/Rows Removed by Filter: (\d+)/.exec(line)?.[1] ?? 0)).reduce((a, b) => a + b, 0);
+    expect(walked, plan.join('\n')).toBeLessThan(10);
+  });
 });

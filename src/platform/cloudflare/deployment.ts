@@ -14,6 +14,10 @@
  *   and GET/POST /v1/tick, run HTTP_TICK_BUDGET_MS = 25 s.
  * - Durable Object alarm: wall time up to 15 min; one alarm ticks ALARM_TICK_BUDGET_MS = 25 s at most.
  * - Subrequests (each Neon HTTP query is one): 10 000 per invocation on Workers Paid, 50 on Free.
+ * - Simultaneous connections: 6 per invocation waiting for response headers (a seventh waits, in
+ *   order, until one has its headers); handlers' fetches and the tick's Neon requests share them,
+ *   hence TICK_CONCURRENCY defaults to 5 here (WORKER_CONCURRENCY). A Durable Object's alarm and
+ *   its requests share one such context.
  */
 import { createApp } from '../../http/app.ts';
 import type { App } from '../../http/app-types.ts';
@@ -31,6 +35,11 @@ export interface Env extends TickEnv {
   API_TOKEN: string;
   /** Secret, optional: also accepted on /v1/tick. */
   CRON_SECRET?: string;
+  /**
+   * Handlers running at once per tick. Default 5 (WORKER_CONCURRENCY): Cloudflare gives an
+   * invocation 6 connections, and the tick's own statements need one while handlers hold the rest.
+   */
+  TICK_CONCURRENCY?: string | number;
   /** Budget of the tick after an HTTP enqueue and of /v1/tick, in ms. Default 25 000 (waitUntil's 30 s). */
   HTTP_TICK_BUDGET_MS?: string | number;
   /** Budget of one Durable Object alarm's tick, in ms. Default 25 000. */
@@ -54,6 +63,17 @@ export interface Deployment {
   alarmMode: boolean;
 }
 
+/** Connections one Workers invocation may have waiting for response headers; a seventh waits for one of them. */
+export const CLOUDFLARE_CONNECTIONS = 6;
+
+/**
+ * Handlers at once per tick on Workers: one connection fewer than the invocation has, so that
+ * handlers each waiting on one slow fetch leave a lane to the tick's own statements (heartbeats,
+ * result writes, claims). With all six held, a heartbeat waits behind them, long jobs lose their
+ * lease to another invocation's reaper, and run twice (test/platform/cloudflare-connections.test.ts).
+ */
+export const WORKER_CONCURRENCY = CLOUDFLARE_CONNECTIONS - 1;
+
 const deployments = new WeakMap<Env, Deployment>();
 
 export function deploymentFor(env: Env): Deployment {
@@ -65,9 +85,14 @@ export function deploymentFor(env: Env): Deployment {
 function createDeployment(env: Env): Deployment {
   if (!env.DATABASE_URL) throw new Error('DATABASE_URL is not set (wrangler secret put DATABASE_URL)');
   const alarmMode = env.TICKER === 'alarm' && env.SKIPLOCK_TICKER !== undefined;
-  const cronTick = tickOptionsFromEnv(env, { budgetMs: 70_000, pollIntervalMs: 1_000 });
-  const httpTick = { ...cronTick, budgetMs: intFromEnv(env.HTTP_TICK_BUDGET_MS, 25_000, 'HTTP_TICK_BUDGET_MS') };
-  const alarmTick = { ...cronTick, budgetMs: intFromEnv(env.ALARM_TICK_BUDGET_MS, 25_000, 'ALARM_TICK_BUDGET_MS') }; // tickAndPlanNext ticks until idle
+  const { cronTick, httpTick, alarmTick } = workerTickOptions(env);
+  if (cronTick.concurrency! > WORKER_CONCURRENCY) {
+    console.warn(
+      `[skiplock] TICK_CONCURRENCY=${cronTick.concurrency}: a Workers invocation has ${CLOUDFLARE_CONNECTIONS} connections, shared by handlers' fetches and the tick's ` +
+        `own statements; handlers holding them all delay heartbeats, and long jobs can lose their lease and run twice. ` +
+        `Keep TICK_CONCURRENCY × connections a handler holds at once ≤ ${WORKER_CONCURRENCY}.`,
+    );
+  }
   const sql = createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
   const skiplock = createSkiplock({ sql, tasks, schedules });
   const app = createApp({
@@ -79,6 +104,17 @@ function createDeployment(env: Env): Deployment {
     runInBackground: (work, c) => c.executionCtx.waitUntil(alarmMode ? Promise.all([work, wakeTicker(env).catch(logWakeFailure)]) : work),
   });
   return { skiplock, app, cronTick, alarmTick, alarmMode };
+}
+
+/** The options of the Worker's three kinds of tick, from its variables over the Worker's defaults. */
+export function workerTickOptions(env: TickEnv & Pick<Env, 'HTTP_TICK_BUDGET_MS' | 'ALARM_TICK_BUDGET_MS'>): { cronTick: TickOptions; httpTick: TickOptions; alarmTick: TickOptions } {
+  const cronTick = {
+    ...tickOptionsFromEnv(env, { budgetMs: 70_000, pollIntervalMs: 1_000 }),
+    concurrency: intFromEnv(env.TICK_CONCURRENCY, WORKER_CONCURRENCY, 'TICK_CONCURRENCY'),
+  };
+  const httpTick = { ...cronTick, budgetMs: intFromEnv(env.HTTP_TICK_BUDGET_MS, 25_000, 'HTTP_TICK_BUDGET_MS') };
+  const alarmTick = { ...cronTick, budgetMs: intFromEnv(env.ALARM_TICK_BUDGET_MS, 25_000, 'ALARM_TICK_BUDGET_MS') }; // tickAndPlanNext ticks until idle
+  return { cronTick, httpTick, alarmTick };
 }
 
 const logWakeFailure = (error: unknown) => console.error('[skiplock] waking the ticker failed', error);

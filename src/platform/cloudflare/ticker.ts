@@ -1,7 +1,8 @@
 /**
  * Opt-in (TICKER = "alarm"): a Durable Object whose alarm ticks every second while there is
- * work and sets no alarm while the queue is empty. An enqueue (and the minute cron, as a safety
- * net) wakes it with POST /wake. One instance, named "skiplock", so alarms never overlap.
+ * work, else at the next due job or schedule instant (src/runtime/alarm-ticker.ts), and sets no
+ * alarm when there is neither. An enqueue (and the minute cron, as a safety net) wakes it with
+ * POST /wake. One instance, named "skiplock", so alarms never overlap.
  */
 import { tickAndPlanNext } from '../../runtime/alarm-ticker.ts';
 import { deploymentFor, type Env } from './deployment.ts';
