@@ -81,3 +81,17 @@ test('the library default (pollIntervalMs 1 s) keeps the same bound', async () =
   console.log(`idle minute, library defaults, no schedule: ${total} statements`, counts);
   expect(total).toBeLessThanOrEqual(60);
 });
+
+test('a schedule that falls due while the tick runs still fires within the tick: the claiming statement says so', async () => {
+  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.cron_firing, skiplock.schedule CASCADE`));
+  const task = defineTask({ name: 'noop', payload: z.object({}), timeoutMs: 1_000, handler: () => null });
+  const counted = countingSql(db.sql);
+  const skiplock = createSkiplock({ sql: counted.sql, tasks: [task], schedules: [defineSchedule({ name: 'every-second', every: '1s', task, payload: {} })], log: () => {} });
+  // Real time: the instants are the database's. 3.4 s of claiming after the first firing.
+  const result = await skiplock.tick({ budgetMs: 4_000, marginMs: 600, pollIntervalMs: 100 });
+  expect(result.fired).toBeGreaterThanOrEqual(3);
+  expect(result.done).toBeGreaterThanOrEqual(result.fired - 1); // the last may fire too late to fit its timeout
+  // Read only when a claim said one was due (plus the start), not on every poll.
+  expect(counted.counts['fire-read']).toBeLessThanOrEqual(result.fired + 1);
+  expect(counted.counts.claim).toBeGreaterThan(counted.counts['fire-read']!);
+});
