@@ -12,15 +12,17 @@
  * Results that finish together are written together, and the same round trip claims the next
  * jobs, so a busy tick costs one statement per batch.
  */
-import { statusAfter, type Outcome } from '../core/state.ts';
+import type { Outcome } from '../core/state.ts';
 import { emptyTickResult, type Job, type TickResult } from '../core/types.ts';
 import { describeError } from '../core/errors.ts';
 import { storableText } from '../core/json.ts';
-import { completeAndClaim, extendLeases, reapExpiredLeases, releaseUnseenClaims, type ResultRow } from '../store/jobs.ts';
+import { completeAndClaim, extendLeases, reapExpiredLeases, releaseUnseenClaims } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
-import { sqlState, type Row, type Sql } from '../store/sql.ts';
+import type { Row, Sql } from '../store/sql.ts';
 import type { Logger, WarnOnce } from './log.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
+import { asIds, isRefusal, keyOf, runKey, tally, toResultRow, type PendingResult } from './tick-results.ts';
+import { createWakeup, startClock, yieldToIo } from './tick-timing.ts';
 
 export interface TickOptions {
   /** How long the tick may run, in ms from its start (the invocation's budget). Default 30 000. */
@@ -230,7 +232,8 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
       });
       rows = await sql.query(claim);
     } catch (error) {
-      if (isRefusal(error)) {
+      // (With no result to blame, a refusal is the claim's: backed off below like any failure.)
+      if (isRefusal(error) && batch.length > 0) {
         onWriteRefused(batch, isolated, error);
         return;
       }
@@ -351,41 +354,6 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   return counts;
 }
 
-interface PendingResult {
-  job: Job;
-  outcome: Outcome;
-  /** Its batch was refused: written alone, without a claim. */
-  suspect?: boolean;
-  /** Already rewritten as DEAD after a refusal. */
-  rewritten?: boolean;
-}
-
-/** A run's key: the job and the claim (locked_by) it runs under. */
-function runKey(id: string, lockedBy: string): string {
-  return `${id} ${lockedBy}`;
-}
-
-function keyOf(job: Job): string {
-  return runKey(job.id, job.lockedBy ?? '');
-}
-
-/**
- * An error the database gave for what the statement carries, which sending it again cannot fix:
- * data exceptions (22…), integrity violations (23…), program limits (54…), or a statement that
- * could not even be built (a result JSON.stringify cannot hold).
- */
-function isRefusal(error: unknown): boolean {
-  const code = sqlState(error);
-  if (code !== undefined) return code.startsWith('22') || code.startsWith('23') || code.startsWith('54');
-  return error instanceof RangeError;
-}
-
-function asIds(value: unknown): string[] {
-  if (Array.isArray(value)) return value.map(String);
-  if (typeof value === 'string') return (JSON.parse(value) as unknown[]).map(String);
-  return [];
-}
-
 /** A task whose timeout never fits in the budget would wait forever: say so (once). */
 function warnUnclaimableTasks(deps: TickDeps, usableMs: number) {
   for (const task of deps.run.registry.values()) {
@@ -403,65 +371,4 @@ async function reap(sql: Sql, now: Date | null, counts: TickResult): Promise<num
   const reaped = Number(row?.reaped ?? 0);
   counts.reaped += reaped;
   return reaped;
-}
-
-function toResultRow(job: Job, outcome: Outcome): ResultRow {
-  return {
-    id: job.id,
-    attempt: job.attempts,
-    locked_by: job.lockedBy ?? undefined,
-    status: statusAfter(outcome) as ResultRow['status'],
-    result: outcome.kind === 'done' ? outcome.result : null,
-    error: outcome.kind === 'done' ? null : outcome.error,
-    delay_ms: outcome.kind === 'retry' ? outcome.delayMs : 0,
-    release: outcome.kind === 'release',
-    state: outcome.kind === 'done' ? outcome.state : undefined,
-  };
-}
-
-function tally(counts: TickResult, batch: readonly { job: Job; outcome: Outcome }[], written: Set<string>, cancelled: Set<string>, log: TickDeps['log']) {
-  const stale: string[] = [];
-  for (const { job, outcome } of batch) {
-    if (!written.has(job.id)) {
-      stale.push(job.id);
-      continue;
-    }
-    if (cancelled.has(job.id)) counts.cancelled += 1; // a retry or release of a job whose cancel was asked
-    else if (outcome.kind === 'done') counts.done += 1;
-    else if (outcome.kind === 'dead') counts.dead += 1;
-    else if (outcome.kind === 'cancelled') counts.cancelled += 1;
-    else counts.retried += 1;
-  }
-  if (stale.length > 0) {
-    counts.staleWrites += stale.length;
-    log('warn', 'stale result writes ignored: another worker owns these jobs now', { jobs: stale });
-  }
-}
-
-const yieldToIo: () => Promise<void> =
-  typeof setImmediate === 'function' ? () => new Promise((resolve) => setImmediate(resolve)) : () => new Promise((resolve) => setTimeout(resolve, 0));
-
-/** Milliseconds since the budget started, from a monotonic clock (never compared with the database's). */
-function startClock(startedAt: number | undefined): () => number {
-  const current = performance.now();
-  const t0 = startedAt !== undefined && Number.isFinite(startedAt) && startedAt <= current ? startedAt : current;
-  return () => performance.now() - t0;
-}
-
-/** A sleep that a finishing handler can cut short. `sleep` resolves true when woken early. */
-function createWakeup() {
-  let wake: () => void = () => {};
-  return {
-    wake: () => wake(),
-    sleep(ms: number): Promise<boolean> {
-      return new Promise((resolve) => {
-        const timer = setTimeout(() => resolve(false), ms);
-        wake = () => {
-          clearTimeout(timer);
-          wake = () => {};
-          resolve(true);
-        };
-      });
-    },
-  };
 }

@@ -202,3 +202,25 @@ describe('a cancel asked while the job ran', () => {
     expect(await skiplock.getJob(job.id)).toMatchObject({ status: 'CANCELLED', attempts: 1, cancelRequested: false });
   });
 });
+
+describe('a claim the database refuses', () => {
+  test('with no result to blame, the tick backs off instead of spinning', async () => {
+    const task = defineTask({ name: 'any', payload: z.object({}), handler: () => null });
+    let claims = 0;
+    const sql = {
+      ...db.sql,
+      async query<R extends Record<string, unknown>>(s: { text: string; values: readonly unknown[] }) {
+        if (s.text.includes('claimable_jobs')) {
+          claims += 1;
+          throw Object.assign(new Error('invalid input syntax'), { code: '22P02' });
+        }
+        return db.sql.query<R>(s);
+      },
+    };
+    const skiplock = createSkiplock({ sql, tasks: [task], log: quiet });
+    await skiplock.enqueue({ task: 'any', payload: {} });
+    await skiplock.tick({ budgetMs: 2_000, marginMs: 500, pollIntervalMs: 10 });
+    expect(claims).toBeGreaterThan(1);
+    expect(claims).toBeLessThan(30); // backed off: 200, 400, 800 ms…
+  });
+});
