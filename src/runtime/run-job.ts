@@ -186,7 +186,7 @@ function toStoredJson(value: unknown, root: string, what: string): { value: unkn
     if (text === undefined) return { error: new Error(`${what} is not JSON-serializable: a ${typeof value}`) };
     // Too large for one statement would fail its whole batch's write: refused here, alone.
     const bytes = text.length * 3 <= MAX_RESULT_BYTES ? text.length : new TextEncoder().encode(text).length;
-    if (bytes > MAX_RESULT_BYTES) return { error: new Error(`${what} is ${bytes} bytes as JSON, more than the ${MAX_RESULT_BYTES} a result may have (store it elsewhere and return a reference)`) };
+    if (bytes > MAX_RESULT_BYTES) return { error: new Error(`${what} is ${bytes} bytes as JSON, more than the ${MAX_RESULT_BYTES} allowed (store it elsewhere and return a reference)`) };
     json = JSON.parse(text);
   } catch (error) {
     return { error: new Error(`${what} is not JSON-serializable: ${describeError(error)}`) };
