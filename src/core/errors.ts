@@ -48,11 +48,34 @@ export class PermanentError extends Error {
 }
 
 export function isPermanent(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { permanent?: unknown }).permanent === true;
+  try {
+    return typeof error === 'object' && error !== null && (error as { permanent?: unknown }).permanent === true;
+  } catch {
+    return false; // a getter or Proxy trap that throws: not marked permanent
+  }
 }
 
-/** A short, single-line description of anything thrown, for last_error. */
+/**
+ * A short description of anything thrown, for last_error. Never throws itself, whatever was
+ * thrown (an object without a prototype, a getter or toString that throws, a revoked Proxy).
+ */
 export function describeError(error: unknown): string {
-  const text = storableText(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+  const text = storableText(printThrown(error));
   return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
+}
+
+function printThrown(error: unknown): string {
+  try {
+    if (error instanceof Error) return `${String(error.name)}: ${String(error.message)}`;
+    return String(error);
+  } catch {
+    // String() of an object without a prototype throws: show its own fields, as JSON when it can be.
+    try {
+      const json = JSON.stringify(error);
+      if (typeof json === 'string') return `a thrown object ${json}`;
+    } catch {
+      // fall through
+    }
+    return `a thrown ${typeof error} that cannot be printed`;
+  }
 }

@@ -17,8 +17,9 @@
  * and attempts still match the worker that claimed the job.
  */
 import type { Backoff } from './backoff.ts';
-import { backoffDelayMs } from './backoff.ts';
+import { retryDelay } from './backoff.ts';
 import { describeError, isPermanent } from './errors.ts';
+import { storableText } from './json.ts';
 import type { JobStatus } from './types.ts';
 
 /** Every arrow above; test/runtime/transitions.test.ts checks that the SQL takes exactly these. */
@@ -67,7 +68,11 @@ export function failed(
   random?: () => number,
 ): Outcome {
   if (isPermanent(error) || job.attempts >= job.maxAttempts) return dead(error);
-  return { kind: 'retry', error: describeError(error), delayMs: backoffDelayMs(job.attempts, backoff, random) };
+  const { delayMs, problem } = retryDelay(job.attempts, backoff, random);
+  const described = describeError(error);
+  // Said where a person looks (last_error): the job still retries, on the default schedule.
+  const note = problem === undefined ? '' : ` (the task's backoff failed: ${problem}; the default backoff was used)`;
+  return { kind: 'retry', error: storableText(described + note), delayMs };
 }
 
 export function statusAfter(outcome: Outcome): JobStatus {

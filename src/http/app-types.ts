@@ -13,6 +13,8 @@ export interface RouteDeps {
   cronSecret: string | undefined;
   /** Options of the tick route. */
   tick: TickOptions;
+  /** When the request arrived (performance.now()): what HTTP ticks count their budget from. */
+  arrivedAt(c: Context): number;
   /** Starts a tick in the background after new work was queued (no-op without runInBackground). */
   startWork(c: Context): void;
 }

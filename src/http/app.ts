@@ -52,14 +52,18 @@ export function createApp(options: AppOptions): App {
   const { skiplock } = options;
   const tick = options.tick ?? {};
   const runInBackground = options.runInBackground;
+  // When each request arrived: the budgets of the ticks it starts count from there (the platform's limit does).
+  const arrivals = new WeakMap<Request, number>();
+  const arrivedAt = (c: Context) => arrivals.get(c.req.raw) ?? performance.now();
   const deps: RouteDeps = {
     skiplock,
     apiToken: options.apiToken,
     cronSecret: options.cronSecret || undefined,
     tick,
+    arrivedAt,
     startWork(c) {
       if (!runInBackground) return;
-      const work = skiplock.tick({ ...tick, untilIdle: true }).catch((error: unknown) => {
+      const work = skiplock.tick({ ...tick, untilIdle: true, startedAt: arrivedAt(c) }).catch((error: unknown) => {
         console.error('[skiplock] background tick failed', error);
       });
       runInBackground(work, c);
@@ -74,6 +78,10 @@ export function createApp(options: AppOptions): App {
   });
   app.onError(onError);
   app.notFound(onNotFound);
+  app.use('*', async (c, next) => {
+    arrivals.set(c.req.raw, performance.now());
+    await next();
+  });
 
   // Auth before reading any body: strangers do not get to make us buffer a megabyte.
   const apiAuth = requireBearer([deps.apiToken]);

@@ -3,6 +3,7 @@
  * Outcome. A handler that ignores its signal is abandoned `abandonAfterMs` after the abort:
  * the job's outcome is decided then, and whatever the handler does later is ignored.
  */
+import { describeError } from '../core/errors.ts';
 import { findUnstorableJson } from '../core/json.ts';
 import { cancelled, dead, done, failed, released, type Outcome } from '../core/state.ts';
 import type { Job } from '../core/types.ts';
@@ -14,6 +15,9 @@ export type StopReason = 'timeout' | 'deadline' | 'shutdown' | 'lease-lost' | 'c
 
 /** How a run ended: an outcome to write, or `lost` (another worker owns the job; write nothing). */
 export type Settled = Outcome | { kind: 'lost' };
+
+/** The largest result (or setState value) a run may store, in bytes of JSON: 1 MiB. */
+export const MAX_RESULT_BYTES = 1024 * 1024;
 
 export class JobStoppedError extends Error {
   readonly reason: StopReason;
@@ -59,7 +63,7 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
     if (reason) return;
     reason = why;
     controller.abort(new JobStoppedError(why, stopMessage(why, job)));
-    abandonTimer = setTimeout(() => finish(afterAbandon(why)), deps.abandonAfterMs);
+    abandonTimer = setTimeout(() => finish(decide(() => afterAbandon(why))), deps.abandonAfterMs);
   };
   const timeoutTimer = setTimeout(() => stop('timeout'), job.timeoutMs);
 
@@ -91,6 +95,23 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
     if (why === 'lease-lost') return { kind: 'lost' };
     if (why === 'cancelled') return cancelled();
     return failed(job, new JobStoppedError(why, `${stopMessage(why, job)}; the handler ignored its signal and was abandoned`), backoff);
+  }
+
+  /**
+   * Runs one of the deciders below. Whatever goes wrong in one (a task's backoff, a getter on a
+   * thrown value), the job still gets an outcome: a throw here would skip `finish`, leaving the
+   * job RUNNING (heartbeated for ever) and the tick unable to end.
+   */
+  function decide(decider: () => Settled): Settled {
+    try {
+      return decider();
+    } catch (problem) {
+      try {
+        return failed(job, new Error(`deciding the outcome of this run failed: ${describeError(problem)}`));
+      } catch {
+        return { kind: 'dead', error: 'deciding the outcome of this run failed' };
+      }
+    }
   }
 
   function afterSuccess(value: unknown): Settled {
@@ -130,8 +151,8 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
       Promise.resolve()
         .then(() => task.handler(payload.data, ctx))
         .then(
-          (value) => finish(afterSuccess(value)),
-          (error: unknown) => finish(afterFailure(error)),
+          (value) => finish(decide(() => afterSuccess(value))),
+          (error: unknown) => finish(decide(() => afterFailure(error))),
         );
     }
   }
@@ -161,9 +182,14 @@ function stopMessage(reason: StopReason, job: Job): string {
 function toStoredJson(value: unknown, root: string, what: string): { value: unknown } | { error: Error } {
   let json: unknown;
   try {
-    json = value === undefined ? null : JSON.parse(JSON.stringify(value));
+    const text: string | undefined = value === undefined ? 'null' : JSON.stringify(value);
+    if (text === undefined) return { error: new Error(`${what} is not JSON-serializable: a ${typeof value}`) };
+    // Too large for one statement would fail its whole batch's write: refused here, alone.
+    const bytes = text.length * 3 <= MAX_RESULT_BYTES ? text.length : new TextEncoder().encode(text).length;
+    if (bytes > MAX_RESULT_BYTES) return { error: new Error(`${what} is ${bytes} bytes as JSON, more than the ${MAX_RESULT_BYTES} allowed (store it elsewhere and return a reference)`) };
+    json = JSON.parse(text);
   } catch (error) {
-    return { error: new Error(`${what} is not JSON-serializable: ${String(error)}`) };
+    return { error: new Error(`${what} is not JSON-serializable: ${describeError(error)}`) };
   }
   const unstorable = findUnstorableJson(json, [root]);
   return unstorable ? { error: new Error(`${what} cannot be stored: ${unstorable.message} at ${unstorable.path.join('.')}`) } : { value: json };

@@ -133,10 +133,12 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
     retention === false
       ? undefined
       : async () => {
-          if (performance.now() - lastPrune < PRUNE_INTERVAL_MS) return;
+          if (performance.now() - lastPrune < PRUNE_INTERVAL_MS) return false;
           lastPrune = performance.now();
           await prune(retention);
+          return true;
         };
+  const staticSchedules = (config.schedules ?? []).map((schedule) => schedule.name);
 
   return {
     sql,
@@ -145,7 +147,7 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
     enqueueWithResult,
     enqueueBatch,
     tick: (options) =>
-      tickMetrics.measure(() => tick({ sql, now, log, warnOnce, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, housekeeping }, { ...config.tick, ...options })),
+      tickMetrics.measure(() => tick({ sql, now, log, warnOnce, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, staticSchedules, housekeeping }, { ...config.tick, ...options })),
     async reap() {
       const [row] = await sql.query(reapExpiredLeases({ now: now(), limit: 10_000 }));
       return Number(row?.reaped ?? 0);

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Backoff } from '../core/backoff.ts';
+import { invalidBackoff, type Backoff } from '../core/backoff.ts';
 import { SkiplockError } from '../core/errors.ts';
 import type { Job } from '../core/types.ts';
 import type { EnqueueInput } from './enqueue.ts';
@@ -48,7 +48,11 @@ export interface TaskDefinition<Schema extends z.ZodType = z.ZodType> {
   timeoutMs?: number;
   /** Attempts before the job goes to DEAD. Default 5. */
   maxAttempts?: number;
-  /** Retry delays. Default 10 s·2^(attempt−1), capped at 1 h, jittered down by up to 25%. */
+  /**
+   * Retry delays. Default 10 s·2^(attempt−1), capped at 1 h, jittered down by up to 25%. Options
+   * are checked here; a function that throws or returns no finite number gets the default for
+   * that attempt (and last_error says so); any delay is clamped to 0…365 days.
+   */
   backoff?: Backoff;
   /** Default priority of its jobs; higher runs first. Default 0. */
   priority?: number;
@@ -70,6 +74,8 @@ export function defineTask<Schema extends z.ZodType>(definition: TaskDefinition<
   if (!Number.isInteger(task.maxAttempts) || task.maxAttempts < 1 || task.maxAttempts > 1000)
     throw new TypeError(`${task.name}: maxAttempts must be an integer from 1 to 1000`);
   if (!Number.isInteger(task.priority) || Math.abs(task.priority) > 32767) throw new TypeError(`${task.name}: priority must be a smallint`);
+  const backoffProblem = task.backoff === undefined ? undefined : invalidBackoff(task.backoff);
+  if (backoffProblem) throw new TypeError(`${task.name}: ${backoffProblem}`);
   return task;
 }
 

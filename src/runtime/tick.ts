@@ -12,13 +12,17 @@
  * Results that finish together are written together, and the same round trip claims the next
  * jobs, so a busy tick costs one statement per batch.
  */
-import { statusAfter, type Outcome } from '../core/state.ts';
+import type { Outcome } from '../core/state.ts';
 import { emptyTickResult, type Job, type TickResult } from '../core/types.ts';
-import { completeAndClaim, extendLeases, reapExpiredLeases, releaseUnseenClaims, type ResultRow } from '../store/jobs.ts';
-import { mapJob } from '../store/rows.ts';
-import type { Sql } from '../store/sql.ts';
+import { describeError } from '../core/errors.ts';
+import { storableText } from '../core/json.ts';
+import { completeAndClaim, extendLeases, reapExpiredLeases, releaseUnseenClaims } from '../store/jobs.ts';
+import { mapJob, toBool } from '../store/rows.ts';
+import type { Row, Sql } from '../store/sql.ts';
 import type { Logger, WarnOnce } from './log.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
+import { asIds, isRefusal, keyOf, runKey, tally, toResultRow, type PendingResult } from './tick-results.ts';
+import { createWakeup, startClock, yieldToIo } from './tick-timing.ts';
 
 export interface TickOptions {
   /** How long the tick may run, in ms from its start (the invocation's budget). Default 30 000. */
@@ -34,7 +38,12 @@ export interface TickOptions {
   marginMs?: number;
   /** After an abort, how long a handler has to stop before it is abandoned; at most marginMs / 2, so that its result is written by the deadline. Default 250. */
   abandonAfterMs?: number;
-  /** Wait between claims while the queue is empty, in ms. Default 500. */
+  /**
+   * Wait between claims while the queue is empty, in ms. An idle tick makes at most one statement
+   * per pollIntervalMs on average: after a poll that took k statements (a reap, a firing) it
+   * waits k · pollIntervalMs, and a due reap takes a poll's place: an idle minute costs at most
+   * 60 statements at the default. Default 1 000.
+   */
   pollIntervalMs?: number;
   /** Lease for long jobs, renewed every third of it; short jobs get timeout + 5 s. Default 30 000. */
   leaseMs?: number;
@@ -48,6 +57,12 @@ export interface TickOptions {
   signal?: AbortSignal;
   /** See `signal`. Default 10 000. */
   drainMs?: number;
+  /**
+   * When the budget began, as a `performance.now()` instant: an HTTP request's arrival, so that
+   * the work done before the tick (an enqueue) counts against the platform's limit. Default: when
+   * tick() is called. A value in the future or not finite is ignored.
+   */
+  startedAt?: number;
 }
 
 export interface TickDeps {
@@ -55,10 +70,19 @@ export interface TickDeps {
   run: Omit<RunDeps, 'heartbeat' | 'abandonAfterMs'>;
   /** The clock passed into SQL: null means the database's now(). Tests pass instants in. */
   now: () => Date | null;
-  /** Fires due schedules, before the first claim and then every fireIntervalMs; returns how many jobs it created. */
+  /**
+   * Fires due schedules, before the first claim and then, at most every fireIntervalMs, when the
+   * claiming statement says a schedule is due (see staticSchedules); returns how many jobs it created.
+   */
   beforeClaim?: () => Promise<number>;
-  /** Upkeep run beside the reaper (retention: pruning finished jobs, rate-limited by its owner). */
-  housekeeping?: () => Promise<void>;
+  /**
+   * The static schedules beforeClaim fires. Given, the claiming statement also tells whether a
+   * schedule is due, and beforeClaim runs only then (one statement per idle poll, not two).
+   * Absent, beforeClaim runs every fireIntervalMs.
+   */
+  staticSchedules?: readonly string[];
+  /** Upkeep run beside the reaper (retention: pruning finished jobs, rate-limited by its owner); resolves true when it ran a statement. */
+  housekeeping?: () => Promise<boolean | void>;
   log: Logger;
   warnOnce: WarnOnce;
 }
@@ -71,7 +95,7 @@ export const TICK_DEFAULTS = {
   concurrency: 10,
   marginMs: 1_000,
   abandonAfterMs: 250,
-  pollIntervalMs: 500,
+  pollIntervalMs: 1_000,
   leaseMs: 30_000,
   reapIntervalMs: 10_000,
   fireIntervalMs: 1_000,
@@ -82,23 +106,31 @@ export const TICK_DEFAULTS = {
 export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<TickResult> {
   const o = { ...TICK_DEFAULTS, ...options };
   const { sql, now } = deps;
-  const elapsed = startClock();
+  const elapsed = startClock(o.startedAt);
   let deadline = o.budgetMs;
   const workerId = `${o.workerName}:${crypto.randomUUID()}`;
+  /** Each claiming statement writes its own locked_by (workerId#n): a run's fence names its claim. */
+  let claimNumber = 0;
   const taskNames = [...deps.run.registry.keys()];
   const counts = emptyTickResult();
+  /** Running handlers, by claim (runKey): a later run of the same job never shares an entry. */
   const running = new Map<string, RunningJob>();
-  /** Every job this tick claimed and saw; set when a claiming statement failed, so it may hold others. */
-  const seen = new Set<string>();
+  /** Set when a claiming statement failed (it may have committed): this worker may hold jobs it never saw. */
   let claimsUnseen = false;
-  const pending: { job: Job; outcome: Outcome }[] = [];
+  let claimEverLost = false;
+  const pending: PendingResult[] = [];
   const wakeup = createWakeup();
   let stopping = false;
   let deadlineReached = false;
   let lastReap = -Infinity;
   let lastFire = -Infinity;
+  /** Whether the last claiming statement saw a due schedule (always fire at the start). */
+  let scheduleDue = true;
+  const probeSchedules = deps.beforeClaim !== undefined && deps.staticSchedules !== undefined;
   let queueEmpty = false;
   let failures = 0;
+  /** Statements since the last idle wait: an idle tick waits pollIntervalMs per statement. */
+  let statements = 0;
 
   const onStop = () => {
     stopping = true;
@@ -110,16 +142,23 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   o.signal?.addEventListener('abort', onStop, { once: true });
 
   const heartbeat = async (jobs: readonly Job[]): Promise<Set<string>> => {
-    const rows = await sql.query<{ id: string; cancel_requested: boolean }>(
-      extendLeases({ now: now(), workerId, jobs: jobs.map((j) => ({ id: j.id, attempt: j.attempts })), leaseMs: o.leaseMs, leaseGraceMs: LEASE_GRACE_MS }),
+    const rows = await sql.query<{ id: string; locked_by: string; cancel_requested: boolean }>(
+      extendLeases({
+        now: now(),
+        workerId,
+        jobs: jobs.map((j) => ({ id: j.id, attempt: j.attempts, locked_by: j.lockedBy ?? workerId })),
+        leaseMs: o.leaseMs,
+        leaseGraceMs: LEASE_GRACE_MS,
+      }),
     );
-    for (const row of rows) if (row.cancel_requested) running.get(String(row.id))?.stop('cancelled');
-    return new Set(rows.map((r) => String(r.id)));
+    const held = new Set(rows.map((r) => runKey(String(r.id), String(r.locked_by))));
+    for (const row of rows) if (toBool(row.cancel_requested)) running.get(runKey(String(row.id), String(row.locked_by)))?.stop('cancelled');
+    return held;
   };
   const runDeps: RunDeps = {
     ...deps.run,
     abandonAfterMs: Math.min(o.abandonAfterMs, o.marginMs / 2),
-    heartbeat: async (job) => (await heartbeat([job])).has(job.id),
+    heartbeat: async (job) => (await heartbeat([job])).has(keyOf(job)),
   };
 
   // Renews every running job's lease; any job missing from the answer lost its lease.
@@ -130,7 +169,8 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     const jobs = [...running.values()].map((r) => r.job);
     try {
       const held = await heartbeat(jobs);
-      for (const job of jobs) if (!held.has(job.id)) running.get(job.id)?.stop('lease-lost');
+      // By claim: an answer about an earlier run of a job never stops its later run.
+      for (const job of jobs) if (!held.has(keyOf(job))) running.get(keyOf(job))?.stop('lease-lost');
     } catch (error) {
       deps.log('warn', 'heartbeat failed; leases not extended this time', { error: String(error) });
     } finally {
@@ -140,48 +180,105 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
 
   const start = (job: Job) => {
     const run = runJob(job, runDeps);
-    running.set(job.id, run);
-    seen.add(job.id);
+    const key = keyOf(job);
+    running.set(key, run);
     void run.settled.then((settled) => {
-      running.delete(job.id);
+      if (running.get(key) === run) running.delete(key);
       if (settled.kind !== 'lost') pending.push({ job, outcome: settled });
       wakeup.wake();
     });
   };
 
-  const flush = async (limit: number) => {
-    const batch = pending.splice(0);
+  /** What this worker holds and knows of: running, or with a result still to write. */
+  const known = () => [...new Set([...[...running.values()].map((r) => r.job.id), ...pending.map((p) => p.job.id)])];
+
+  /** Gives back the jobs a claim whose answer was lost took (see releaseUnseenClaims); false if it failed. */
+  const giveBackUnseen = async (): Promise<boolean> => {
+    statements += 1;
     try {
-      const rows = await sql.query(
-        completeAndClaim({
-          now: now(),
-          workerId,
-          results: batch.map(({ job, outcome }) => toResultRow(job, outcome)),
-          limit,
-          budgetMs: Math.max(0, Math.floor(deadline - o.marginMs - elapsed())),
-          leaseMs: o.leaseMs,
-          leaseGraceMs: LEASE_GRACE_MS,
-          tasks: taskNames,
-        }),
-      );
-      failures = 0;
-      const written = rows.find((row) => row.written !== null && row.written !== undefined)?.written as string[] | undefined;
-      tally(counts, batch, new Set(written ?? []), deps.log);
-      const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map(mapJob);
-      counts.claimed += claimed.length;
-      claimed.forEach(start);
-      // A job put back due now was invisible to this statement's claim (one snapshot): look again.
-      const requeuedNow = batch.some(({ outcome }) => outcome.kind === 'release' || (outcome.kind === 'retry' && outcome.delayMs === 0));
-      if (limit > 0) queueEmpty = claimed.length < limit && !requeuedNow;
+      const released = await sql.query<{ id: string }>(releaseUnseenClaims({ now: now(), workerId, known: known() }));
+      if (released.length > 0) deps.log('warn', 'gave back jobs claimed by a statement whose answer was lost', { jobs: released.map((r) => String(r.id)) });
+      return true;
     } catch (error) {
-      // The write may or may not have landed; writing it again is safe because it is fenced. So
-      // may the claim: jobs it took are ours but unseen, and are given back when the tick ends.
-      pending.unshift(...batch);
-      if (limit > 0) claimsUnseen = true;
-      failures += 1;
-      deps.log('warn', 'tick statement failed; retrying', { error: String(error), failures });
-      await wakeup.sleep(Math.min(100 * 2 ** Math.min(failures, 5), Math.max(0, deadline - elapsed())));
+      deps.log('warn', 'giving back unseen claims failed; retrying', { error: String(error) });
+      return false;
     }
+  };
+
+  const backOff = async () => {
+    failures += 1;
+    await wakeup.sleep(Math.min(100 * 2 ** Math.min(failures, 5), Math.max(0, deadline - elapsed())));
+  };
+
+  const flush = async (free: number) => {
+    // A result that failed to write alone is retried alone, without a claim (see onWriteRefused).
+    const isolated = pending[0]?.suspect === true;
+    const batch = isolated ? pending.splice(0, 1) : pending.splice(0);
+    const limit = isolated ? 0 : free;
+    const token = limit > 0 ? `${workerId}#${(claimNumber += 1)}` : workerId;
+    statements += 1;
+    let rows: Row[];
+    try {
+      const claim = completeAndClaim({
+        now: now(),
+        workerId: token,
+        results: batch.map(({ job, outcome }) => toResultRow(job, outcome)),
+        limit,
+        budgetMs: Math.max(0, Math.floor(deadline - o.marginMs - elapsed())),
+        leaseMs: o.leaseMs,
+        leaseGraceMs: LEASE_GRACE_MS,
+        tasks: taskNames,
+        staticSchedules: probeSchedules ? deps.staticSchedules : null,
+      });
+      rows = await sql.query(claim);
+    } catch (error) {
+      // (With no result to blame, a refusal is the claim's: backed off below like any failure.)
+      if (isRefusal(error) && batch.length > 0) {
+        onWriteRefused(batch, isolated, error);
+        return;
+      }
+      // The write may or may not have landed; writing it again is safe because it is fenced. So
+      // may the claim: jobs it took are ours but unseen, given back before anything else is claimed.
+      pending.unshift(...batch);
+      if (limit > 0) claimsUnseen = claimEverLost = true;
+      deps.log('warn', 'tick statement failed; retrying', { error: String(error), failures: failures + 1 });
+      await backOff();
+      return;
+    }
+    failures = 0;
+    const summary = rows.find((row) => row.written !== null && row.written !== undefined);
+    tally(counts, batch, new Set(asIds(summary?.written)), new Set(asIds(summary?.cancelled)), deps.log);
+    if (probeSchedules && summary) scheduleDue = toBool(summary.schedule_due);
+    const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map(mapJob);
+    counts.claimed += claimed.length;
+    claimed.forEach(start);
+    // A job put back due now was invisible to this statement's claim (one snapshot): look again.
+    const requeuedNow = batch.some(({ outcome }) => outcome.kind === 'release' || (outcome.kind === 'retry' && outcome.delayMs === 0));
+    if (limit > 0) queueEmpty = claimed.length < limit && !requeuedNow;
+    else if (isolated && requeuedNow) queueEmpty = false;
+  };
+
+  /**
+   * The database refused the statement for what it carries (a data or constraint error), so
+   * sending it again would fail again. Several results: each is written alone from now on, so
+   * one bad row cannot hold back the others. One result written alone: it is the bad row; it is
+   * written as DEAD without its result, saying why; if even that is refused, it is left to the
+   * reaper.
+   */
+  const onWriteRefused = (batch: PendingResult[], isolated: boolean, error: unknown) => {
+    if (!isolated || batch.length > 1) {
+      pending.unshift(...batch.map((p) => ({ ...p, suspect: true })));
+      deps.log('warn', 'the database refused a result write; writing its results one by one', { error: describeError(error), jobs: batch.map((p) => p.job.id) });
+      return;
+    }
+    const [bad] = batch as [PendingResult];
+    if (bad.rewritten) {
+      deps.log('error', 'the database refused even the DEAD write of a result; the reaper will return this job', { job: bad.job.id, error: describeError(error) });
+      return;
+    }
+    const outcome: Outcome = { kind: 'dead', error: storableText(`the result could not be written: ${describeError(error)}`) };
+    deps.log('error', 'the database refused a result; writing the job as DEAD', { job: bad.job.id, error: describeError(error) });
+    pending.unshift({ job: bad.job, outcome, suspect: true, rewritten: true });
   };
 
   try {
@@ -195,9 +292,23 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
         deadlineReached = true;
         for (const run of running.values()) run.stop(stopping ? 'shutdown' : 'deadline');
       }
+      // Jobs a lost answer claimed come first: nothing more is claimed while they are outstanding.
+      if (claimsUnseen) {
+        if (remaining <= 0) break;
+        if (await giveBackUnseen()) {
+          claimsUnseen = false;
+          failures = 0;
+          queueEmpty = false;
+        } else {
+          await backOff();
+        }
+        continue;
+      }
       const claiming = !stopping && !deadlineReached;
-      if (claiming && deps.beforeClaim && elapsed() - lastFire >= (o.fireIntervalMs || Infinity)) {
+      if (claiming && deps.beforeClaim && scheduleDue && elapsed() - lastFire >= (o.fireIntervalMs || Infinity)) {
         lastFire = elapsed();
+        if (probeSchedules) scheduleDue = false; // until a claiming statement says so again
+        statements += 2; // at most: the read, and the firing when something was due
         const fired = await deps.beforeClaim().catch((error: unknown) => {
           deps.log('error', 'firing schedules failed', { error: String(error) });
           return 0;
@@ -207,8 +318,10 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
       }
       if (claiming && o.reapIntervalMs > 0 && elapsed() - lastReap >= o.reapIntervalMs) {
         lastReap = elapsed();
+        statements += 1;
         if (await reap(sql, now(), counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) queueEmpty = false;
-        await deps.housekeeping?.().catch((error: unknown) => deps.log('warn', 'pruning finished jobs failed', { error: String(error) }));
+        const pruned = await deps.housekeeping?.().catch((error: unknown) => deps.log('warn', 'pruning finished jobs failed', { error: String(error) }));
+        if (pruned === true) statements += 1;
       }
       const free = claiming ? o.concurrency - running.size : 0;
       if (pending.length > 0 || (free > 0 && !queueEmpty)) {
@@ -217,9 +330,14 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
       }
       if (running.size === 0 && (!claiming || o.untilIdle)) break;
       // Wait for a handler to finish, for the next poll when slots are free, or for the deadline.
+      // Idle, a poll that took k statements waits k polls: at most one statement per pollIntervalMs.
       const untilDeadline = Math.max(0, remaining - (deadlineReached ? 0 : o.marginMs));
-      const woke = await wakeup.sleep(free > 0 ? Math.min(o.pollIntervalMs, untilDeadline) : untilDeadline);
-      if (!woke) queueEmpty = false;
+      const poll = o.pollIntervalMs * Math.max(1, running.size === 0 ? statements : 1);
+      statements = 0;
+      const woke = await wakeup.sleep(free > 0 ? Math.min(poll, untilDeadline) : untilDeadline);
+      // Time to poll again, unless the reaper is due: then its statement is this poll's (it says
+      // whether it returned jobs; if so, they are claimed at once).
+      if (!woke && !(o.reapIntervalMs > 0 && elapsed() - lastReap >= o.reapIntervalMs)) queueEmpty = false;
       // Let handlers that finish in the same moment join one write. setImmediate waits for pending
       // I/O without setTimeout's 1 ms floor, which cost a fifth of each 100-job round trip.
       await yieldToIo();
@@ -228,12 +346,10 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     clearInterval(heartbeatTimer);
     o.signal?.removeEventListener('abort', onStop);
   }
-  if (claimsUnseen) {
-    // Jobs still pending (results unwritten at the deadline) are seen too: the reaper returns those.
-    const released = await sql
-      .query<{ id: string }>(releaseUnseenClaims({ now: now(), workerId, known: [...seen] }))
-      .catch((error: unknown) => (deps.log('warn', 'giving back unseen claims failed; the reaper will return them', { error: String(error) }), []));
-    if (released.length > 0) deps.log('warn', 'gave back jobs claimed by a statement whose answer was lost', { jobs: released.map((r) => String(r.id)) });
+  if (claimEverLost) {
+    // Once more at the end: a lost statement may have committed after the give-back above. Jobs
+    // still pending (results unwritten at the deadline) are known: the reaper returns those.
+    await giveBackUnseen();
   }
   return counts;
 }
@@ -255,62 +371,4 @@ async function reap(sql: Sql, now: Date | null, counts: TickResult): Promise<num
   const reaped = Number(row?.reaped ?? 0);
   counts.reaped += reaped;
   return reaped;
-}
-
-function toResultRow(job: Job, outcome: Outcome): ResultRow {
-  return {
-    id: job.id,
-    attempt: job.attempts,
-    status: statusAfter(outcome) as ResultRow['status'],
-    result: outcome.kind === 'done' ? outcome.result : null,
-    error: outcome.kind === 'done' ? null : outcome.error,
-    delay_ms: outcome.kind === 'retry' ? outcome.delayMs : 0,
-    release: outcome.kind === 'release',
-    state: outcome.kind === 'done' ? outcome.state : undefined,
-  };
-}
-
-function tally(counts: TickResult, batch: readonly { job: Job; outcome: Outcome }[], written: Set<string>, log: TickDeps['log']) {
-  const stale: string[] = [];
-  for (const { job, outcome } of batch) {
-    if (!written.has(job.id)) {
-      stale.push(job.id);
-      continue;
-    }
-    if (outcome.kind === 'done') counts.done += 1;
-    else if (outcome.kind === 'dead') counts.dead += 1;
-    else if (outcome.kind === 'cancelled') counts.cancelled += 1;
-    else counts.retried += 1;
-  }
-  if (stale.length > 0) {
-    counts.staleWrites += stale.length;
-    log('warn', 'stale result writes ignored: another worker owns these jobs now', { jobs: stale });
-  }
-}
-
-const yieldToIo: () => Promise<void> =
-  typeof setImmediate === 'function' ? () => new Promise((resolve) => setImmediate(resolve)) : () => new Promise((resolve) => setTimeout(resolve, 0));
-
-/** Milliseconds since the tick started, from a monotonic clock (never compared with the database's). */
-function startClock(): () => number {
-  const t0 = performance.now();
-  return () => performance.now() - t0;
-}
-
-/** A sleep that a finishing handler can cut short. `sleep` resolves true when woken early. */
-function createWakeup() {
-  let wake: () => void = () => {};
-  return {
-    wake: () => wake(),
-    sleep(ms: number): Promise<boolean> {
-      return new Promise((resolve) => {
-        const timer = setTimeout(() => resolve(false), ms);
-        wake = () => {
-          clearTimeout(timer);
-          wake = () => {};
-          resolve(true);
-        };
-      });
-    },
-  };
 }

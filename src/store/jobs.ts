@@ -58,10 +58,17 @@ export interface ResultRow {
   release: boolean;
   /** For status DONE of a job fired by a schedule: the schedule's new recurring state (setState). */
   state?: { value: unknown } | undefined;
+  /**
+   * The locked_by its claim wrote (the fence, with `attempt`). Default: the statement's workerId.
+   * Unique per claiming statement, so a run is told apart from a later run of the same job and
+   * attempt number (a DEAD job retried by a person restarts its attempts at 0).
+   */
+  locked_by?: string;
 }
 
 export interface CompleteAndClaimParams {
   now: Clock;
+  /** Written into locked_by of the jobs this statement claims (the tick adds a claim number to its own id). */
   workerId: string;
   /** Results of the previous batch to write, fenced by locked_by + attempt. */
   results: readonly ResultRow[];
@@ -77,13 +84,20 @@ export interface CompleteAndClaimParams {
   /** Lease = min(timeout + leaseGraceMs, leaseMs); long jobs are heartbeated. */
   leaseMs: number;
   leaseGraceMs: number;
+  /**
+   * When given, the answer also says whether a schedule is due that this deployment fires (the
+   * dynamic ones and these static names, of the tasks above): `schedule_due`. The tick fires
+   * schedules only then, instead of reading them on every poll. Default null (not asked).
+   */
+  staticSchedules?: readonly string[] | null;
 }
 
 /**
  * The tick's steady-state statement: writes the previous batch's results and claims the next
  * batch in one round trip. The two UPDATEs touch disjoint rows (RUNNING vs QUEUED).
  * Returns one row per claimed job (`written` null) and one more row, job columns null, whose
- * `written` lists the ids whose result landed (the rest were stale). Sent once: repeated on every
+ * `written` lists the ids whose result landed (the rest were stale) and `cancelled` those of them
+ * that ended CANCELLED instead of the retry or release asked for. Sent once: repeated on every
  * claimed row it cost more than the claim (100 copies of a 100-id array per round trip).
  *
  * Its plan must hold whatever the statistics say, since a queue's are stale by nature (a burst of
@@ -96,21 +110,23 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   return statement(
     `WITH results AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb)
-         AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb)
+         AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb, locked_by text)
      ),
+     -- A retry or a release of a job whose cancel was asked while it ran ends CANCELLED (the
+     -- attempt is kept: it ran); a cancel must not be dropped because the attempt failed.
      written AS (
        UPDATE skiplock.job j SET
-         status = r.status,
-         attempts = CASE WHEN r.release THEN j.attempts - 1 ELSE j.attempts END,
+         status = CASE WHEN r.status = 'QUEUED' AND j.cancel_requested THEN 'CANCELLED' ELSE r.status END,
+         attempts = CASE WHEN r.release AND NOT j.cancel_requested THEN j.attempts - 1 ELSE j.attempts END,
          result = CASE WHEN r.status = 'DONE' THEN r.result END,
          last_error = coalesce(r.error, j.last_error),
-         run_at = CASE WHEN r.status = 'QUEUED' THEN ${NOW} + r.delay_ms ${MS} ELSE j.run_at END,
-         finished_at = CASE WHEN r.status = 'QUEUED' THEN NULL ELSE ${NOW} END,
+         run_at = CASE WHEN r.status = 'QUEUED' AND NOT j.cancel_requested THEN ${NOW} + r.delay_ms ${MS} ELSE j.run_at END,
+         finished_at = CASE WHEN r.status = 'QUEUED' AND NOT j.cancel_requested THEN NULL ELSE ${NOW} END,
          locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
        FROM results r
        WHERE j.id = ANY (ARRAY(SELECT id FROM results)) AND j.id = r.id
-         AND j.status = 'RUNNING' AND j.locked_by = $2 AND j.attempts = r.attempt
-       RETURNING j.id, j.schedule_name, j.schedule_state
+         AND j.status = 'RUNNING' AND j.locked_by = coalesce(r.locked_by, $2) AND j.attempts = r.attempt
+       RETURNING j.id, j.status, j.schedule_name, j.schedule_state
      ),
      -- A schedule's recurring state, only with a result that was written (so fenced like it), and
      -- only if the state is still the one the job read when it fired (no lost update).
@@ -131,10 +147,18 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
        WHERE j.id = ANY (ARRAY(SELECT id FROM next))
        RETURNING j.*
      )
-     SELECT w.written, claimed.*
-       FROM (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) AS written FROM written) AS w
+     SELECT w.written, w.cancelled, w.schedule_due, claimed.*
+       FROM (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) AS written,
+                    coalesce(jsonb_agg(id::text) FILTER (WHERE status = 'CANCELLED'), '[]'::jsonb) AS cancelled,
+                    -- Two probes of schedule_due_idx (next_run_at, enabled): a few rows at most.
+                    ($9::text[] IS NOT NULL AND (
+                       EXISTS (SELECT 1 FROM skiplock.schedule s WHERE s.enabled AND s.next_run_at <= ${NOW}
+                                  AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[]))
+                    OR EXISTS (SELECT 1 FROM skiplock.schedule s WHERE s.enabled AND s.next_run_at IS NULL
+                                  AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[])))) AS schedule_due
+               FROM written) AS w
        FULL JOIN claimed ON false`,
-    [clock(p.now), p.workerId, JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs, p.tasks],
+    [clock(p.now), p.workerId, JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs, p.tasks, p.staticSchedules ?? null],
   );
 }
 
@@ -142,7 +166,9 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
  * After a claiming statement failed (it may have committed with its answer lost): gives back the
  * jobs this worker holds but never saw, as a release does (QUEUED, due now, the attempt given
  * back; CANCELLED if a cancel was asked). Left alone they would wait for the reaper, which spends
- * the attempt of a job that never ran. `known` are the jobs the tick did see.
+ * the attempt of a job that never ran. `known` are the jobs the tick holds and knows of (running,
+ * or with a result still to write). The worker's jobs are those whose locked_by is `workerId`
+ * or `workerId#<claim number>`.
  */
 export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: readonly string[] }): Statement {
   return statement(
@@ -152,33 +178,35 @@ export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: re
        run_at = CASE WHEN j.cancel_requested THEN j.run_at ELSE ${NOW} END,
        finished_at = CASE WHEN j.cancel_requested THEN ${NOW} END,
        locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
-     WHERE j.status = 'RUNNING' AND j.locked_by = $2 AND NOT (j.id = ANY ($3::bigint[]))
+     WHERE j.status = 'RUNNING' AND (j.locked_by = $2 OR starts_with(j.locked_by, $2 || '#')) AND NOT (j.id = ANY ($3::bigint[]))
      RETURNING j.id::text AS id`,
     [clock(p.now), p.workerId, p.known],
   );
 }
 
 /**
- * Extends the leases of jobs this worker still holds. Returns the ones it holds, with their
- * cancel flag; a job missing from the answer was reaped or reclaimed, so its handler must stop.
+ * Extends the leases of jobs this worker still holds. Returns the ones it holds (id and
+ * locked_by: which claim of the job), with their cancel flag; a job missing from the answer was
+ * reaped or reclaimed, so its handler must stop.
  */
 export function extendLeases(p: {
   now: Clock;
   workerId: string;
-  jobs: readonly { id: string; attempt: number }[];
+  /** Each with the locked_by its claim wrote; default `workerId`. */
+  jobs: readonly { id: string; attempt: number; locked_by?: string }[];
   leaseMs: number;
   leaseGraceMs: number;
 }): Statement {
   return statement(
-    `WITH held AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int))
+    `WITH held AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int, locked_by text))
      UPDATE skiplock.job j SET
        locked_until = greatest(j.locked_until, ${leaseUntil('$5', '$4')}),
        updated_at = ${NOW}
      FROM held r
      -- By primary key, as completeAndClaim finds its rows: never a join the planner may turn into a scan.
      WHERE j.id = ANY (ARRAY(SELECT id FROM held)) AND j.id = r.id
-       AND j.status = 'RUNNING' AND j.locked_by = $2 AND j.attempts = r.attempt
-     RETURNING j.id::text AS id, j.cancel_requested`,
+       AND j.status = 'RUNNING' AND j.locked_by = coalesce(r.locked_by, $2) AND j.attempts = r.attempt
+     RETURNING j.id::text AS id, j.locked_by, j.cancel_requested`,
     [clock(p.now), p.workerId, JSON.stringify(p.jobs), p.leaseMs, p.leaseGraceMs],
   );
 }

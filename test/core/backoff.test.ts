@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { backoffDelayMs } from '../../src/core/backoff.ts';
+import { backoffDelayMs, MAX_BACKOFF_MS, retryDelay } from '../../src/core/backoff.ts';
 import { PermanentError } from '../../src/core/errors.ts';
 import { failed } from '../../src/core/state.ts';
 
@@ -41,5 +41,30 @@ describe('failed', () => {
     expect(failed({ attempts: 3, maxAttempts: 3 }, new Error('boom')).kind).toBe('dead');
     expect(failed({ attempts: 1, maxAttempts: 3 }, new PermanentError('bad data')).kind).toBe('dead');
     expect(failed({ attempts: 1, maxAttempts: 3 }, Object.assign(new Error('x'), { permanent: true })).kind).toBe('dead');
+  });
+});
+
+describe('a backoff that cannot be used', () => {
+  test('a function that throws or returns no finite number gets the default for that attempt, and says why', () => {
+    for (const bad of [() => Number.NaN, () => Number.POSITIVE_INFINITY, () => undefined as unknown as number, () => '5' as unknown as number]) {
+      const { delayMs, problem } = retryDelay(2, bad, () => 0);
+      expect(delayMs).toBe(20_000);
+      expect(problem).toMatch(/not a finite number of ms/);
+    }
+    const thrown = retryDelay(3, (n) => [1][n]!.valueOf(), () => 0);
+    expect(thrown).toMatchObject({ delayMs: 40_000, problem: expect.stringMatching(/^it threw TypeError: /) });
+  });
+
+  test('finite delays are clamped to 0…MAX_BACKOFF_MS', () => {
+    expect(backoffDelayMs(1, () => -5)).toBe(0);
+    expect(backoffDelayMs(1, () => 1e300)).toBe(MAX_BACKOFF_MS);
+    expect(backoffDelayMs(1, { baseMs: 1e300, maxMs: 1e300, jitter: 0 })).toBe(MAX_BACKOFF_MS);
+  });
+
+  test('failed() never throws, whatever the backoff does', () => {
+    const outcome = failed({ attempts: 1, maxAttempts: 3 }, new Error('boom'), () => {
+      throw new Error('table too short');
+    });
+    expect(outcome).toMatchObject({ kind: 'retry', error: "Error: boom (the task's backoff failed: it threw Error: table too short; the default backoff was used)" });
   });
 });

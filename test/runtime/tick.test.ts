@@ -381,10 +381,9 @@ describe('a claim whose answer was lost', () => {
     const { id } = await skiplock.enqueue({ task: 'record', payload: { n: 1 } });
     const result = await skiplock.tick({ untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 });
     expect(lost).toBe(true);
-    expect(result.claimed).toBe(0);
-    expect(await jobRow(id)).toMatchObject({ status: 'QUEUED', attempts: 0, locked_by: null, locked_until: null });
-    expect(await skiplock.tick({ untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 })).toMatchObject({ claimed: 1, done: 1 });
-    expect(await jobRow(id)).toMatchObject({ status: 'DONE', attempts: 1 });
+    // Given back as soon as the next statement succeeded, then claimed again by the same tick.
+    expect(result).toMatchObject({ claimed: 1, done: 1 });
+    expect(await jobRow(id)).toMatchObject({ status: 'DONE', attempts: 1, locked_by: null, locked_until: null });
   });
 });
 

@@ -17,8 +17,9 @@ const tickRoute = (method: 'get' | 'post') =>
     responses: { 200: jsonContent(TickResult, 'What the tick did'), ...errorResponses(401) },
   });
 
-export function registerTickRoutes(app: App, { skiplock, tick }: RouteDeps): void {
+export function registerTickRoutes(app: App, { skiplock, tick, arrivedAt }: RouteDeps): void {
   for (const method of ['get', 'post'] as const) {
-    app.openapi(tickRoute(method), async (c) => c.json(await skiplock.tick(tick), 200));
+    // The budget counts from the request's arrival: the platform's limit (Vercel's maxDuration) does.
+    app.openapi(tickRoute(method), async (c) => c.json(await skiplock.tick({ ...tick, startedAt: arrivedAt(c) }), 200));
   }
 }

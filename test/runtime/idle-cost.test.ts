@@ -1,0 +1,97 @@
+/**
+ * What an idle minute costs: every statement is a request on Neon (and a subrequest on Workers),
+ * so an idle tick must make at most one statement per second on average — the fire read folded
+ * into the claim, upkeep (reaping, pruning) taking a poll's place. Timers and performance.now()
+ * are faked so that a minute passes at once; every statement runs on the real database.
+ */
+import { afterAll, afterEach, beforeAll, expect, test, vi } from 'vitest';
+import { z } from 'zod';
+import { createSkiplock, defineSchedule, defineTask } from '../../src/index.ts';
+import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
+import type { TickOptions } from '../../src/runtime/tick.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+
+let db: TestDb;
+beforeAll(async () => {
+  db = await createTestDb();
+});
+afterAll(() => db.drop());
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const kindOf = (s: Statement) =>
+  s.text.includes('claimable_jobs') ? 'claim' : s.text.includes('jsonb_to_recordset($2::jsonb) AS d(') ? 'fire-read'
+    : s.text.includes('locked_until < ') ? 'reap' : s.text.includes('DELETE FROM skiplock.job') ? 'prune' : 'other';
+
+/** A Sql that counts statements by kind and knows how many are in flight. */
+function countingSql(sql: Sql) {
+  const counts: Record<string, number> = {};
+  const inFlight = new Set<Promise<unknown>>();
+  const wrapped: Sql = {
+    ...sql,
+    query<R extends Record<string, unknown>>(s: Statement) {
+      counts[kindOf(s)] = (counts[kindOf(s)] ?? 0) + 1;
+      const p = sql.query<R>(s);
+      const tracked = p.finally(() => inFlight.delete(tracked));
+      inFlight.add(tracked);
+      return p;
+    },
+  };
+  return { sql: wrapped, counts, inFlight };
+}
+
+const realImmediate = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Runs a tick of `ms` of fake time: real I/O is awaited; when nothing is in flight, fake time jumps to the next timer. */
+async function idleTickFor(ms: number, options: TickOptions, withSchedule: boolean) {
+  const task = defineTask({ name: 'noop', payload: z.object({}), handler: () => null });
+  const schedules = withSchedule ? [defineSchedule({ name: 'hourly', cron: '0 0 * * *', task, payload: {} })] : [];
+  const counted = countingSql(db.sql);
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'] });
+  const skiplock = createSkiplock({ sql: counted.sql, tasks: [task], schedules, log: () => {} });
+  let finished = false;
+  const ticking = skiplock.tick({ ...options, budgetMs: ms + 1_000, marginMs: 1_000 }).finally(() => (finished = true));
+  while (!finished) {
+    for (let i = 0; i < 5 && counted.inFlight.size === 0 && !finished; i++) await realImmediate();
+    if (counted.inFlight.size > 0) {
+      await Promise.allSettled([...counted.inFlight]);
+      continue;
+    }
+    if (!finished) await vi.advanceTimersToNextTimerAsync();
+  }
+  const result = await ticking;
+  vi.useRealTimers();
+  const total = Object.values(counted.counts).reduce((a, b) => a + b, 0);
+  return { total, counts: counted.counts, result };
+}
+
+test('an idle minute of one tick costs at most 60 statements (poll 1 s, as every platform sets it), schedules and upkeep included', async () => {
+  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.cron_firing, skiplock.schedule CASCADE`));
+  const { total, counts, result } = await idleTickFor(60_000, { pollIntervalMs: 1_000 }, true);
+  console.log(`idle minute, poll 1 s, one static schedule: ${total} statements`, counts);
+  expect(result).toMatchObject({ claimed: 0, fired: 0 });
+  expect(counts['fire-read']).toBe(1); // only at the start: after that the claim says whether one is due
+  expect(total).toBeLessThanOrEqual(60);
+});
+
+test('the library default (pollIntervalMs 1 s) keeps the same bound', async () => {
+  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.cron_firing, skiplock.schedule CASCADE`));
+  const { total, counts } = await idleTickFor(60_000, {}, false);
+  console.log(`idle minute, library defaults, no schedule: ${total} statements`, counts);
+  expect(total).toBeLessThanOrEqual(60);
+});
+
+test('a schedule that falls due while the tick runs still fires within the tick: the claiming statement says so', async () => {
+  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.cron_firing, skiplock.schedule CASCADE`));
+  const task = defineTask({ name: 'noop', payload: z.object({}), timeoutMs: 1_000, handler: () => null });
+  const counted = countingSql(db.sql);
+  const skiplock = createSkiplock({ sql: counted.sql, tasks: [task], schedules: [defineSchedule({ name: 'every-second', every: '1s', task, payload: {} })], log: () => {} });
+  // Real time: the instants are the database's. 3.4 s of claiming after the first firing.
+  const result = await skiplock.tick({ budgetMs: 4_000, marginMs: 600, pollIntervalMs: 100 });
+  expect(result.fired).toBeGreaterThanOrEqual(3);
+  expect(result.done).toBeGreaterThanOrEqual(result.fired - 1); // the last may fire too late to fit its timeout
+  // Read only when a claim said one was due (plus the start), not on every poll.
+  expect(counted.counts['fire-read']).toBeLessThanOrEqual(result.fired + 1);
+  expect(counted.counts.claim).toBeGreaterThan(counted.counts['fire-read']!);
+});
