@@ -3,7 +3,7 @@
  * app per isolate, built on first use and cached by env (a deploy or a secret change gives a new
  * isolate, so a new env).
  *
- * Budgets, and the Cloudflare limits they respect (see docs/readme/platforms.md):
+ * Budgets, and the Cloudflare limits they respect (see docs/platforms.md):
  * - cron invocation (`scheduled`): wall time up to 15 min; CPU 30 s by default on Workers Paid
  *   (a ticking loop mostly waits on I/O). Each minute's tick runs TICK_BUDGET_MS = 70 s: a tick
  *   stops claiming a job once its timeout no longer fits, so the next minute's invocation has to
