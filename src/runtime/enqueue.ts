@@ -3,7 +3,7 @@ import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
 import { findUnstorableJson, unstorableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
-import { insertJobs, type NewJobRow } from '../store/jobs.ts';
+import { insertJobs, jobsByIdempotencyKey, type NewJobRow } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
@@ -121,6 +121,11 @@ export async function enqueueJobs(
   if (rows.length === 0) return [];
 
   const returned = await sql.query(insertJobs({ jobs: rows, now }));
+  // A key committed by a concurrent enqueue after the statement's snapshot is in neither half of
+  // its answer (see insertJobs): read those again, now that they are committed.
+  const answered = new Set(returned.map((row) => row.idempotency_key));
+  const missing = [...keys].filter((key) => !answered.has(key));
+  if (missing.length > 0) returned.push(...(await sql.query(jobsByIdempotencyKey({ keys: missing }))));
   // RETURNING has no guaranteed order: match keyed rows by key, the others by id (assigned in input order).
   const byKey = new Map<string, EnqueueResult>();
   const unkeyed: EnqueueResult[] = [];
