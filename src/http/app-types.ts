@@ -13,6 +13,8 @@ export interface RouteDeps {
   cronSecret: string | undefined;
   /** Options of the tick route. */
   tick: TickOptions;
+  /** AppOptions.maxJobTimeoutMs: longer job timeouts are refused at enqueue. */
+  maxJobTimeoutMs: number | undefined;
   /** Starts a tick in the background after new work was queued (no-op without runInBackground). */
   startWork(c: Context): void;
 }

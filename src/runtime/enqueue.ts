@@ -96,6 +96,31 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
 }
 
 /**
+ * Refuses jobs whose timeout — given, or their task's — is longer than `maxTimeoutMs`, the longest
+ * a tick of this deployment can give a job: none of its ticks would ever claim them, so they would
+ * wait forever (SkiplockError invalid_request, an issue per job). Jobs of unknown tasks are left
+ * to enqueueJobs, which refuses them as unknown_task.
+ */
+export function refuseUnfittableTimeouts(
+  registry: TaskRegistry,
+  inputs: readonly { task: string; timeoutMs?: number | undefined }[],
+  maxTimeoutMs: number,
+  options: { batch?: boolean } = {},
+): void {
+  const issues: ErrorIssue[] = [];
+  let first: number | undefined;
+  for (const [i, input] of inputs.entries()) {
+    const task = registry.get(input.task);
+    const timeoutMs = input.timeoutMs ?? task?.timeoutMs;
+    if (!task || timeoutMs === undefined || timeoutMs <= maxTimeoutMs) continue;
+    first ??= timeoutMs;
+    issues.push({ path: [...(options.batch ? ['jobs', i] : []), 'timeoutMs'], message: `at most ${maxTimeoutMs} here` });
+  }
+  if (first !== undefined)
+    throw new SkiplockError('invalid_request', `timeoutMs ${first} is longer than any tick of this deployment can run (${maxTimeoutMs} ms): the job would never be claimed`, issues);
+}
+
+/**
  * Validates every input, then inserts them all in one statement (all or nothing).
  * Nothing is written unless every job is valid.
  */
