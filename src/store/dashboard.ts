@@ -43,8 +43,8 @@ export function jobActivity(p: { now: Clock; minutes: number }): Statement {
 
 /**
  * QUEUED jobs of this deployment's tasks that none of its ticks can claim: their timeout is longer
- * than the longest a tick here can give (AppOptions.maxJobTimeoutMs). Reads the claim index's
- * QUEUED entries, which carry task and timeout_ms (migration 006), not the table.
+ * than the longest a tick here can give (AppOptions.maxJobTimeoutMs). The claim index holds every
+ * QUEUED job with its task and timeout_ms (migration 006), so the count need not read the rows.
  */
 export function countUnclaimableJobs(p: { tasks: readonly string[]; maxTimeoutMs: number }): Statement {
   return statement(
