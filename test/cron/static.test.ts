@@ -204,3 +204,15 @@ test('a deployment without the task of a static schedule (another service on the
   await skiplockAt(db.sql, clock, { tasks: [other], schedules: code }).fireDueSchedules();
   expect((await firings(db.sql, 'theirs')).length).toBe(100);
 });
+
+test('a dynamic schedule put over a static one long missing from the code starts from now too', async () => {
+  const clock = createClock('2026-01-05T10:00:05Z');
+  const code = [defineSchedule({ name: 'handed-over', cron: '*/10 * * * * *', task: 'noop', catchUp: 'all' })];
+  await skiplockAt(db.sql, clock, { schedules: code }).fireDueSchedules();
+  clock.set('2026-01-05T10:02:00Z');
+  await skiplockAt(db.sql, clock).fireDueSchedules(); // noted missing
+  clock.set('2026-01-06T10:00:05Z');
+  const { schedule } = await skiplockAt(db.sql, clock).putSchedule('handed-over', { cron: '*/10 * * * * *', task: 'noop', catchUp: 'all' });
+  expect(schedule.source).toBe('dynamic');
+  expect(await scheduleRow(db.sql, 'handed-over')).toMatchObject({ missing_since: null, watermark: new Date('2026-01-06T10:00:05Z') });
+});
