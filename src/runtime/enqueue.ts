@@ -156,7 +156,10 @@ export async function enqueueJobs(
   const unkeyed: EnqueueResult[] = [];
   for (const row of returned) {
     const result = { job: mapJob(row), created: toBool(row.inserted) };
-    if (result.job.idempotencyKey !== null) byKey.set(result.job.idempotencyKey, result);
+    // A key's row both inserted and found (the old one deleted by retention in between): the new one.
+    if (result.job.idempotencyKey !== null) {
+      if (result.created || !byKey.has(result.job.idempotencyKey)) byKey.set(result.job.idempotencyKey, result);
+    }
     else unkeyed.push(result);
   }
   unkeyed.sort((a, b) => (BigInt(a.job.id) < BigInt(b.job.id) ? -1 : 1));
