@@ -78,6 +78,8 @@ test('jobs lists newest first with filters and a cursor; tick runs them', async 
   expect(tick.json).toMatchObject({ claimed: 1, done: 1 });
   const done = await cli(['jobs', '--status', 'done']);
   expect(done.json.jobs).toMatchObject([{ task: 'echo', status: 'DONE', result: { message: 'from the cli' } }]);
+  // One rule with the HTTP API (?status=done): any case.
+  expect((await cli(['jobs', '--status', 'Done'])).json).toEqual(done.json);
 
   const bad = await cli(['jobs', '--cursor', 'nonsense']);
   expect(bad.code).toBe(1);

@@ -15,6 +15,8 @@ export interface RouteDeps {
   tick: TickOptions;
   /** When the request arrived (performance.now()): what HTTP ticks count their budget from. */
   arrivedAt(c: Context): number;
+  /** AppOptions.maxJobTimeoutMs: longer job timeouts are refused at enqueue. */
+  maxJobTimeoutMs: number | undefined;
   /** Starts a tick in the background after new work was queued (no-op without runInBackground). */
   startWork(c: Context): void;
 }

@@ -11,7 +11,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { SkiplockError } from '../core/errors.ts';
 import { toIssues } from '../runtime/enqueue.ts';
 import type { Skiplock } from '../runtime/skiplock.ts';
-import type { TickOptions } from '../runtime/tick.ts';
+import { TICK_DEFAULTS, type TickOptions } from '../runtime/tick.ts';
 import type { App, RouteDeps } from './app-types.ts';
 import { requireBearer } from './auth.ts';
 import { registerDashboardRoutes } from './dashboard/index.ts';
@@ -43,9 +43,21 @@ export interface AppOptions {
   runInBackground?: (work: Promise<unknown>, c: Context) => void;
   /** Largest request body accepted, in bytes; larger ones get 413. Default 1 MiB. */
   maxBodyBytes?: number;
+  /**
+   * The longest job timeout any tick of this deployment can claim: its longest tick's budgetMs
+   * minus marginMs (on Cloudflare, the minute cron's tick, not the HTTP one). An enqueue whose
+   * timeoutMs (given, or the task's) is longer gets 400 invalid_request instead of a job that would
+   * wait forever, and the dashboard counts such jobs already queued. Default: not checked.
+   */
+  maxJobTimeoutMs?: number;
 }
 
 export const APP_DEFAULTS = { maxBodyBytes: 1024 * 1024 } as const;
+
+/** AppOptions.maxJobTimeoutMs of a deployment whose ticks run with these options: the longest budget − its margin. */
+export function longestJobTimeoutMs(...ticks: readonly TickOptions[]): number {
+  return Math.max(...ticks.map((t) => (t.budgetMs ?? TICK_DEFAULTS.budgetMs) - (t.marginMs ?? TICK_DEFAULTS.marginMs)));
+}
 
 export function createApp(options: AppOptions): App {
   if (typeof options.apiToken !== 'string' || options.apiToken.length === 0) throw new TypeError('createApp: apiToken must be a non-empty string');
@@ -61,6 +73,7 @@ export function createApp(options: AppOptions): App {
     cronSecret: options.cronSecret || undefined,
     tick,
     arrivedAt,
+    maxJobTimeoutMs: options.maxJobTimeoutMs,
     startWork(c) {
       if (!runInBackground) return;
       const work = skiplock.tick({ ...tick, untilIdle: true, startedAt: arrivedAt(c) }).catch((error: unknown) => {

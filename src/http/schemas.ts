@@ -54,8 +54,13 @@ const pageLimit = (limits: { default: number; max: number }) =>
     .optional()
     .openapi({ description: `Page size, 1 to ${limits.max}. Default ${limits.default}.` });
 
+/** A status in a query, in any case (`dead`, `DEAD`): the one rule of the HTTP API and the CLI's --status. */
+export const jobStatusParam = z
+  .preprocess((value) => (typeof value === 'string' ? value.toUpperCase() : value), z.enum(JOB_STATUSES))
+  .openapi({ description: `${JOB_STATUSES.join(', ')}; in any case.`, example: 'DEAD' });
+
 export const ListJobsQuery = z.strictObject({
-  status: z.enum(JOB_STATUSES).optional(),
+  status: jobStatusParam.optional(),
   task: storableText.min(1).max(200).optional(),
   limit: pageLimit(LIST_LIMIT),
   cursor: z.string().max(100).optional().openapi({ description: '`nextCursor` of the previous page.' }),

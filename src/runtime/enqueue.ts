@@ -3,7 +3,7 @@ import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
 import { findUnstorableJson, unstorableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
-import { insertJobs, type NewJobRow } from '../store/jobs.ts';
+import { insertJobs, jobsByIdempotencyKey, type NewJobRow } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
@@ -96,6 +96,31 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
 }
 
 /**
+ * Refuses jobs whose timeout — given, or their task's — is longer than `maxTimeoutMs`, the longest
+ * a tick of this deployment can give a job: none of its ticks would ever claim them, so they would
+ * wait forever (SkiplockError invalid_request, an issue per job). Jobs of unknown tasks are left
+ * to enqueueJobs, which refuses them as unknown_task.
+ */
+export function refuseUnfittableTimeouts(
+  registry: TaskRegistry,
+  inputs: readonly { task: string; timeoutMs?: number | undefined }[],
+  maxTimeoutMs: number,
+  options: { batch?: boolean } = {},
+): void {
+  const issues: ErrorIssue[] = [];
+  let first: number | undefined;
+  for (const [i, input] of inputs.entries()) {
+    const task = registry.get(input.task);
+    const timeoutMs = input.timeoutMs ?? task?.timeoutMs;
+    if (!task || timeoutMs === undefined || timeoutMs <= maxTimeoutMs) continue;
+    first ??= timeoutMs;
+    issues.push({ path: [...(options.batch ? ['jobs', i] : []), 'timeoutMs'], message: `at most ${maxTimeoutMs} here` });
+  }
+  if (first !== undefined)
+    throw new SkiplockError('invalid_request', `timeoutMs ${first} is longer than any tick of this deployment can run (${maxTimeoutMs} ms): the job would never be claimed`, issues);
+}
+
+/**
  * Validates every input, then inserts them all in one statement (all or nothing).
  * Nothing is written unless every job is valid.
  */
@@ -121,12 +146,20 @@ export async function enqueueJobs(
   if (rows.length === 0) return [];
 
   const returned = await sql.query(insertJobs({ jobs: rows, now }));
+  // A key committed by a concurrent enqueue after the statement's snapshot is in neither half of
+  // its answer (see insertJobs): read those again, now that they are committed.
+  const answered = new Set(returned.map((row) => row.idempotency_key));
+  const missing = [...keys].filter((key) => !answered.has(key));
+  if (missing.length > 0) returned.push(...(await sql.query(jobsByIdempotencyKey({ keys: missing }))));
   // RETURNING has no guaranteed order: match keyed rows by key, the others by id (assigned in input order).
   const byKey = new Map<string, EnqueueResult>();
   const unkeyed: EnqueueResult[] = [];
   for (const row of returned) {
     const result = { job: mapJob(row), created: toBool(row.inserted) };
-    if (result.job.idempotencyKey !== null) byKey.set(result.job.idempotencyKey, result);
+    // A key's row both inserted and found (the old one deleted by retention in between): the new one.
+    if (result.job.idempotencyKey !== null) {
+      if (result.created || !byKey.has(result.job.idempotencyKey)) byKey.set(result.job.idempotencyKey, result);
+    }
     else unkeyed.push(result);
   }
   unkeyed.sort((a, b) => (BigInt(a.job.id) < BigInt(b.job.id) ? -1 : 1));

@@ -31,7 +31,7 @@ export interface FiringDeps {
 /** Resolves to how many jobs it fired. */
 export async function fireDueSchedules(deps: FiringDeps): Promise<number> {
   const now = deps.now();
-  const due = await deps.sql.query(readDueSchedules({ now, statics: deps.statics }));
+  const due = await deps.sql.query(readDueSchedules({ now, statics: deps.statics, tasks: [...deps.registry.keys()] }));
   if (due.length === 0) return 0;
 
   const plans: FiringPlanRow[] = [];

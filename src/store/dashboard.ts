@@ -40,3 +40,15 @@ export function jobActivity(p: { now: Clock; minutes: number }): Statement {
     [clock(p.now), p.minutes],
   );
 }
+
+/**
+ * QUEUED jobs of this deployment's tasks that none of its ticks can claim: their timeout is longer
+ * than the longest a tick here can give (AppOptions.maxJobTimeoutMs). The claim index holds every
+ * QUEUED job with its task and timeout_ms (migration 006), so the count need not read the rows.
+ */
+export function countUnclaimableJobs(p: { tasks: readonly string[]; maxTimeoutMs: number }): Statement {
+  return statement(
+    `SELECT count(*)::int AS n FROM skiplock.job WHERE status = 'QUEUED' AND timeout_ms > $2 AND task = ANY ($1::text[])`,
+    [p.tasks, p.maxTimeoutMs],
+  );
+}

@@ -23,25 +23,46 @@ export interface NewJobRow {
 }
 
 /**
- * Inserts jobs; a job whose idempotency key already exists returns the existing row instead.
- * `DO UPDATE` (a no-op update) rather than `DO NOTHING`, because only it returns the row that
- * a concurrent transaction committed: `inserted` tells the two apart.
+ * Inserts jobs; a job whose idempotency key already exists is returned instead (`inserted`
+ * false), and nothing is written for it: `DO NOTHING`, not a no-op `DO UPDATE`, which wrote a new
+ * row version (a dead tuple, an index entry per index) on every replay.
+ *
+ * The existing rows come from a second SELECT in the same statement, which reads the
+ * statement's snapshot: a key committed by a concurrent transaction after that snapshot was taken
+ * (this insert waited for it, then did nothing) is in neither half of the answer. The caller
+ * reads such keys again with jobsByIdempotencyKey, a new statement with a new snapshot.
  */
 export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): Statement {
   return statement(
-    `WITH input AS (
+    `WITH input AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(
          ord int, task text, payload jsonb, priority smallint, run_at timestamptz, delay_ms bigint,
          max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz)
+     ),
+     inserted AS (
+       INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
+                                      idempotency_key, schedule_name, scheduled_for, created_at, updated_at)
+       SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
+              idempotency_key, schedule_name, scheduled_for, ${NOW}, ${NOW}
+         FROM input ORDER BY ord
+       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+       RETURNING j.*
      )
-     INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
-                                    idempotency_key, schedule_name, scheduled_for, created_at, updated_at)
-     SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
-            idempotency_key, schedule_name, scheduled_for, ${NOW}, ${NOW}
-       FROM input ORDER BY ord
-     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO UPDATE SET idempotency_key = excluded.idempotency_key
-     RETURNING j.*, (j.xmax::text = '0') AS inserted`,
+     SELECT i.*, true AS inserted FROM inserted i
+     UNION ALL
+     -- Rows the INSERT wrote are invisible here (one snapshot): this half holds only older jobs.
+     SELECT j.*, false AS inserted FROM skiplock.job j
+      WHERE j.idempotency_key = ANY (ARRAY(SELECT idempotency_key FROM input WHERE idempotency_key IS NOT NULL))
+        AND j.idempotency_key IS NOT NULL`,
     [clock(params.now), JSON.stringify(params.jobs.map((job, ord) => ({ ord, ...job })))],
+  );
+}
+
+/** The jobs holding these idempotency keys (insertJobs' second look, after a concurrent insert). */
+export function jobsByIdempotencyKey(p: { keys: readonly string[] }): Statement {
+  return statement(
+    `SELECT j.*, false AS inserted FROM skiplock.job j WHERE j.idempotency_key = ANY ($1::text[]) AND j.idempotency_key IS NOT NULL`,
+    [p.keys],
   );
 }
 

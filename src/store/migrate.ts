@@ -2,7 +2,8 @@
  * Applies the numbered .sql files of migrations/ in order, each in one non-interactive
  * transaction that first takes a transaction-scoped advisory lock. No session state is used, so
  * it works over Neon's HTTP driver, and any number of invocations may migrate at once: the
- * lock serializes them, and the unique migration id makes a late one roll back harmlessly.
+ * lock serializes them, and the unique migration id makes a late one roll back harmlessly (a
+ * unique violation counts as "applied concurrently" only when the migration's row is then found).
  */
 import { sqlState, statement, type Sql, type Statement } from './sql.ts';
 
@@ -58,12 +59,23 @@ export async function migrate(sql: Sql, migrations: readonly Migration[]): Promi
       ]);
       result.applied.push(migration.id);
     } catch (error) {
-      // Another migrator committed this one while we waited for the lock.
-      if (sqlState(error) !== '23505') throw error;
+      // Another migrator committed this one while we waited for the lock: our INSERT of its row
+      // failed on the primary key. Any other unique violation (a CREATE UNIQUE INDEX on duplicate
+      // data) is the migration failing, so the row is read again rather than trusting the code:
+      // after the failed transaction, a row here can only be another migrator's committed one.
+      if (sqlState(error) !== '23505' || !(await appliedElsewhere(sql, migration.id, checksum, migration.name))) throw error;
       result.alreadyApplied.push(migration.id);
     }
   }
   return result;
+}
+
+/** Whether another migrator recorded this migration (and with this very text). */
+async function appliedElsewhere(sql: Sql, id: number, checksum: string, name: string): Promise<boolean> {
+  const [row] = await sql.query<{ checksum: string }>(statement(`SELECT checksum FROM skiplock.migration WHERE id = $1`, [id]));
+  if (!row) return false;
+  if (row.checksum !== checksum) throw new Error(`migration ${name} was changed after it was applied`);
+  return true;
 }
 
 /** Parses `001_job.sql` into its id; other names are not migrations. */

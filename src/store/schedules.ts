@@ -13,11 +13,27 @@ const DEFINITION = ['cron', 'every_ms', 'daily', 'tz', 'task', 'payload', 'enabl
 const columns = (alias: string) => DEFINITION.map((c) => `${alias}.${c}`).join(', ');
 const RECORD = `name text, cron text, every_ms bigint, daily text[], tz text, task text, payload jsonb,
   enabled boolean, catch_up text, overlap text, max_firings_per_tick int`;
-/** On a definition change: the new definition, a new revision, the next run to recompute. */
+/**
+ * A static schedule that a deployment able to run its task ticks without has been removed from
+ * that code: the sync notes when (missing_since), at most once a MISSING_NOTE_AFTER after the
+ * row's last write, so that old and new versions ticking side by side (a rolling deploy) write
+ * about once a minute, not on every tick. Back in the code after more than MISSING_GRACE, it
+ * starts from now, as a re-enabled schedule does; back sooner, it keeps its watermark (catching
+ * up as after any pause). A deployment without the task (another service on the same database)
+ * never notes anything.
+ */
+export const MISSING_NOTE_AFTER = "interval '1 minute'";
+export const MISSING_GRACE = "interval '10 minutes'";
+
+/** Starts from now rather than catching up: re-enabled, or back after being missing for long. */
+const RESTARTS = (s: string) => `(NOT ${s}.enabled OR ${s}.missing_since < ${NOW} - ${MISSING_GRACE})`;
+
+/** On a definition change (or a return): the new definition, a new revision, the next run to recompute. */
 const REDEFINE = `${DEFINITION.map((c) => `${c} = excluded.${c}`).join(', ')},
   revision = s.revision + 1, next_run_at = NULL,
-  -- Re-enabled: start from now; instants that passed while it was disabled are not caught up.
-  watermark = CASE WHEN s.enabled THEN s.watermark ELSE excluded.watermark END,
+  -- Instants that passed while it was disabled, or long missing from the code, are not caught up.
+  watermark = CASE WHEN ${RESTARTS('s')} THEN excluded.watermark ELSE s.watermark END,
+  missing_since = NULL,
   updated_at = excluded.updated_at`;
 
 /** A schedule definition as stored (snake_case, like the table). */
@@ -52,19 +68,33 @@ const WITH_LAST_FIRING = (from: string, columns = '') => `
  * A static schedule takes over a dynamic one of the same name (keeping its watermark, state and
  * history, like a put): the code is the definition this deployment can see and change. Such a
  * row comes back with `taken_over`, for the caller to say so.
+ *
+ * Static schedules of this deployment's `tasks` that it does not define are noted missing (see
+ * MISSING_GRACE); SKIP LOCKED, so that noting never waits for a tick that is firing them.
  */
-export function readDueSchedules(p: { now: Clock; statics: readonly ScheduleRowInput[] }): Statement {
+export function readDueSchedules(p: { now: Clock; statics: readonly ScheduleRowInput[]; tasks?: readonly string[] }): Statement {
   return statement(
     `WITH defs AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS d(${RECORD})),
      taken AS (SELECT x.name FROM skiplock.schedule x JOIN defs d ON d.name = x.name WHERE x.source = 'dynamic'),
+     absent AS MATERIALIZED (
+       SELECT x.name FROM skiplock.schedule x
+        WHERE x.source = 'static' AND x.missing_since IS NULL AND x.task = ANY ($3::text[])
+          AND x.updated_at < ${NOW} - ${MISSING_NOTE_AFTER} AND x.name NOT IN (SELECT name FROM defs)
+        FOR UPDATE SKIP LOCKED
+     ),
+     noted AS (
+       UPDATE skiplock.schedule s SET missing_since = ${NOW}, updated_at = ${NOW}
+        WHERE s.name IN (SELECT name FROM absent)
+     ),
      synced AS (
        INSERT INTO skiplock.schedule AS s (name, source, ${DEFINITION.join(', ')}, watermark, created_at, updated_at)
        SELECT d.name, 'static', ${columns('d')}, ${NOW_MS}, ${NOW}, ${NOW}
          FROM defs d LEFT JOIN skiplock.schedule x ON x.name = d.name
-        WHERE x.name IS NULL OR x.source = 'dynamic' OR (${columns('x')}) IS DISTINCT FROM (${columns('d')})
+        WHERE x.name IS NULL OR x.source = 'dynamic' OR x.missing_since IS NOT NULL
+           OR (${columns('x')}) IS DISTINCT FROM (${columns('d')})
         ORDER BY d.name
        ON CONFLICT (name) DO UPDATE SET source = 'static', ${REDEFINE}
-        WHERE s.source = 'dynamic' OR (${columns('s')}) IS DISTINCT FROM (${columns('excluded')})
+        WHERE s.source = 'dynamic' OR s.missing_since IS NOT NULL OR (${columns('s')}) IS DISTINCT FROM (${columns('excluded')})
        RETURNING s.*
      )
      SELECT ${NOW_MS} AS now, s.name IN (SELECT name FROM taken) AS taken_over, s.* FROM synced s WHERE s.enabled
@@ -73,7 +103,7 @@ export function readDueSchedules(p: { now: Clock; statics: readonly ScheduleRowI
       WHERE s.enabled AND (s.next_run_at IS NULL OR s.next_run_at <= ${NOW})
         AND (s.source = 'dynamic' OR s.name IN (SELECT name FROM defs))
         AND s.name NOT IN (SELECT name FROM synced)`,
-    [clock(p.now), JSON.stringify(p.statics)],
+    [clock(p.now), JSON.stringify(p.statics), p.tasks ?? []],
   );
 }
 
@@ -179,7 +209,8 @@ export function putSchedule(p: { now: Clock; schedule: ScheduleRowInput }): Stat
        ON CONFLICT (name) DO UPDATE SET source = 'dynamic', ${DEFINITION.map((c) => `${c} = excluded.${c}`).join(', ')},
          revision = s.revision + CASE WHEN ${changed} THEN 1 ELSE 0 END,
          next_run_at = CASE WHEN ${changed} THEN NULL ELSE s.next_run_at END,
-         watermark = CASE WHEN s.enabled THEN s.watermark ELSE excluded.watermark END,
+         watermark = CASE WHEN ${RESTARTS('s')} THEN excluded.watermark ELSE s.watermark END,
+         missing_since = NULL,
          updated_at = CASE WHEN ${changed} THEN excluded.updated_at ELSE s.updated_at END
        RETURNING s.*, (s.xmax::text = '0') AS created
      )

@@ -136,3 +136,83 @@ test('a schedule defined in code takes over a dynamic one of the same name, and 
   expect(warnings).toHaveLength(1);
   expect((await deployed.listSchedules()).schedules.find((s) => s.name === 'nightly')?.source).toBe('static');
 });
+
+test('a static schedule removed from the code and added back later restarts from then, as a re-enabled one does', async () => {
+  const clock = createClock('2026-01-05T10:00:05Z');
+  const code = [defineSchedule({ name: 'removed', cron: '*/10 * * * * *', task: 'noop', catchUp: 'all' })];
+  // Counted by firings of this schedule: fireDueSchedules also fires the other tests' dynamic ones.
+  const fired = async () => (await firings(db.sql, 'removed')).length;
+  await skiplockAt(db.sql, clock, { schedules: code }).fireDueSchedules();
+  clock.set('2026-01-05T10:00:25Z');
+  await skiplockAt(db.sql, clock, { schedules: code }).fireDueSchedules();
+  expect(await fired()).toBe(2); // :10, :20
+
+  // A deploy drops it: the first tick of a deployment that has its task but not its definition
+  // notes when it went missing.
+  clock.set('2026-01-05T10:02:00Z');
+  await skiplockAt(db.sql, clock).fireDueSchedules();
+  expect(await fired()).toBe(2);
+  expect(await scheduleRow(db.sql, 'removed')).toMatchObject({ missing_since: new Date('2026-01-05T10:02:00Z') });
+
+  // A day later it is back in the code: it starts from now instead of firing every instant since
+  // (8,600 of them, 100 a tick).
+  clock.set('2026-01-06T10:00:05Z');
+  const back = skiplockAt(db.sql, clock, { schedules: code });
+  await back.fireDueSchedules();
+  expect(await fired()).toBe(2);
+  expect(await scheduleRow(db.sql, 'removed')).toMatchObject({ missing_since: null, watermark: new Date('2026-01-06T10:00:05Z') });
+  clock.set('2026-01-06T10:00:25Z');
+  await back.fireDueSchedules();
+  expect(await fired()).toBe(4);
+  expect(iso(await firings(db.sql, 'removed')).slice(-2)).toEqual(['2026-01-06T10:00:10.000Z', '2026-01-06T10:00:20.000Z']);
+});
+
+test('a static schedule missing only briefly (a rolling deploy: old and new versions tick side by side) keeps its progress', async () => {
+  const clock = createClock('2026-01-05T10:00:05Z');
+  const code = [defineSchedule({ name: 'rolling', cron: '*/10 * * * * *', task: 'noop', catchUp: 'all' })];
+  const withIt = skiplockAt(db.sql, clock, { schedules: code });
+  const without = skiplockAt(db.sql, clock);
+  await withIt.fireDueSchedules();
+  // The version without it ticks in between: nothing is noted within a minute of the row's last write…
+  clock.set('2026-01-05T10:00:30Z');
+  await without.fireDueSchedules();
+  expect(await scheduleRow(db.sql, 'rolling')).toMatchObject({ missing_since: null });
+  // …and then at most once until the version with it ticks again.
+  clock.set('2026-01-05T10:01:30Z');
+  await without.fireDueSchedules();
+  const marked = await scheduleRow(db.sql, 'rolling');
+  expect(marked).toMatchObject({ missing_since: new Date('2026-01-05T10:01:30Z') });
+  clock.set('2026-01-05T10:01:40Z');
+  await without.fireDueSchedules();
+  expect(await scheduleRow(db.sql, 'rolling')).toEqual(marked);
+  // Back within the grace: every instant since its watermark fires, as after any pause.
+  clock.set('2026-01-05T10:03:05Z');
+  await withIt.fireDueSchedules();
+  expect((await firings(db.sql, 'rolling')).length).toBe(18); // 10:00:10 … 10:03:00
+  expect(await scheduleRow(db.sql, 'rolling')).toMatchObject({ missing_since: null });
+});
+
+test('a deployment without the task of a static schedule (another service on the same database) never marks it missing', async () => {
+  const clock = createClock('2026-01-05T10:00:05Z');
+  const other = defineTask({ name: 'other-service', payload: z.object({}), handler: () => null });
+  const code = [defineSchedule({ name: 'theirs', cron: '*/10 * * * * *', task: 'other-service', catchUp: 'all' })];
+  await skiplockAt(db.sql, clock, { tasks: [other], schedules: code }).fireDueSchedules();
+  clock.set('2026-01-05T11:00:00Z');
+  await skiplockAt(db.sql, clock).fireDueSchedules(); // this service: task noop only
+  expect(await scheduleRow(db.sql, 'theirs')).toMatchObject({ missing_since: null });
+  // The other service was down for an hour: catch-up 'all' fires what it missed, 100 a tick.
+  await skiplockAt(db.sql, clock, { tasks: [other], schedules: code }).fireDueSchedules();
+  expect((await firings(db.sql, 'theirs')).length).toBe(100);
+});
+
+test('a dynamic schedule put over a static one long missing from the code starts from now too', async () => {
+  const clock = createClock('2026-01-05T10:00:05Z');
+  const code = [defineSchedule({ name: 'handed-over', cron: '*/10 * * * * *', task: 'noop', catchUp: 'all' })];
+  await skiplockAt(db.sql, clock, { schedules: code }).fireDueSchedules();
+  clock.set('2026-01-05T10:02:00Z');
+  await skiplockAt(db.sql, clock).fireDueSchedules(); // noted missing
+  clock.set('2026-01-06T10:00:05Z');
+  const { schedule } = await skiplockAt(db.sql, clock).putSchedule('handed-over', { cron: '*/10 * * * * *', task: 'noop', catchUp: 'all' });
+  expect(schedule.source).toBe('dynamic');
+  expect(await scheduleRow(db.sql, 'handed-over')).toMatchObject({ missing_since: null, watermark: new Date('2026-01-06T10:00:05Z') });
+});

@@ -71,6 +71,12 @@ test('filters by status and task', async () => {
   expect((await page('?task=nothing-like-this')).jobs).toEqual([]);
 });
 
+test('status is read in any case, as the CLI reads --status', async () => {
+  const upper = await page('?status=CANCELLED');
+  expect(upper.jobs.length).toBeGreaterThan(0);
+  for (const status of ['cancelled', 'Cancelled']) expect(await page(`?status=${status}`)).toEqual(upper);
+});
+
 test.each([
   ['limit=0'],
   ['limit=501'],
@@ -78,7 +84,6 @@ test.each([
   ['limit=abc'],
   ['limit=1.5'],
   ['limit=1&limit=2'],
-  ['status=queued'],
   ['status=NOPE'],
   ['task='],
   ['task=%00'],

@@ -50,3 +50,18 @@ test('splitStatements: a dollar-quote tag may hold digits after its first charac
   const text = `CREATE FUNCTION g() RETURNS int AS $body1$ SELECT 1; SELECT 2; $body1$ LANGUAGE sql; SELECT $1, 2`;
   expect(splitStatements(text)).toEqual([`CREATE FUNCTION g() RETURNS int AS $body1$ SELECT 1; SELECT 2; $body1$ LANGUAGE sql`, `SELECT $1, 2`]);
 });
+
+test('a migration that fails on duplicate data (a unique index) fails migrate, and is not recorded as applied', async () => {
+  const migrations = await loadMigrations();
+  await migrate(db.sql, migrations);
+  const unique = {
+    id: 9001,
+    name: '9001_unique_on_duplicates.sql',
+    sql: `CREATE TABLE skiplock.dup_test (x int);
+          INSERT INTO skiplock.dup_test VALUES (1), (1);
+          CREATE UNIQUE INDEX dup_test_x_idx ON skiplock.dup_test (x);`,
+  };
+  await expect(migrate(db.sql, [...migrations, unique])).rejects.toMatchObject({ code: '23505' });
+  expect(await db.sql.query(statement(`SELECT id FROM skiplock.migration WHERE id = 9001`))).toEqual([]);
+  expect(await db.sql.query(statement(`SELECT to_regclass('skiplock.dup_test') AS t`))).toEqual([{ t: null }]);
+});

@@ -1,6 +1,7 @@
 /** /v1/jobs: enqueue (one or a batch), read, list, cancel, retry (one, or DEAD jobs in bulk). */
 import { createRoute } from '@hono/zod-openapi';
 import { SkiplockError } from '../../core/errors.ts';
+import { refuseUnfittableTimeouts } from '../../runtime/enqueue.ts';
 import { jobToJson } from '../../store/rows.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
@@ -24,6 +25,7 @@ const enqueueRoute = createRoute({
   method: 'post',
   path: '/v1/jobs',
   summary: 'Enqueue one job',
+  description: 'On a deployment that knows its longest tick (AppOptions.maxJobTimeoutMs), a job whose timeoutMs (given, or the task’s) is longer is refused with 400 invalid_request: no tick there could ever claim it.',
   tags: ['jobs'],
   security: bearerSecurity,
   middleware: [jsonBody] as const,
@@ -111,7 +113,11 @@ const retryDeadRoute = createRoute({
 });
 
 export function registerJobRoutes(app: App, deps: RouteDeps): void {
-  const { skiplock } = deps;
+  const { skiplock, maxJobTimeoutMs } = deps;
+  // A job no tick of this deployment can claim is refused rather than left waiting forever.
+  const refuseUnfittable = (inputs: readonly { task: string; timeoutMs?: number | undefined }[], batch: boolean) => {
+    if (maxJobTimeoutMs !== undefined) refuseUnfittableTimeouts(skiplock.tasks, inputs, maxJobTimeoutMs, { batch });
+  };
 
   app.openapi(enqueueRoute, async (c) => {
     const input = c.req.valid('json');
@@ -120,6 +126,7 @@ export function registerJobRoutes(app: App, deps: RouteDeps): void {
       throw new SkiplockError('invalid_request', 'the Idempotency-Key header and the idempotencyKey field differ', [
         { path: ['idempotencyKey'], message: 'differs from the Idempotency-Key header' },
       ]);
+    refuseUnfittable([input], false);
     const { job, created } = await skiplock.enqueueWithResult({ ...input, idempotencyKey: input.idempotencyKey ?? headerKey });
     if (created) deps.startWork(c);
     return created ? c.json({ job: jobToJson(job) }, 201) : c.json({ job: jobToJson(job) }, 200);
@@ -127,6 +134,7 @@ export function registerJobRoutes(app: App, deps: RouteDeps): void {
 
   app.openapi(enqueueBatchRoute, async (c) => {
     const { jobs } = c.req.valid('json');
+    refuseUnfittable(jobs, true);
     const results = await skiplock.enqueueBatch(jobs);
     if (results.some((r) => r.created)) deps.startWork(c);
     return c.json({ jobs: results.map((r) => jobToJson(r.job)) }, 201);

@@ -19,7 +19,7 @@
  *   hence TICK_CONCURRENCY defaults to 5 here (WORKER_CONCURRENCY). A Durable Object's alarm and
  *   its requests share one such context.
  */
-import { createApp } from '../../http/app.ts';
+import { createApp, longestJobTimeoutMs } from '../../http/app.ts';
 import type { App } from '../../http/app-types.ts';
 import { createSkiplock, type Skiplock } from '../../runtime/skiplock.ts';
 import type { TickOptions } from '../../runtime/tick.ts';
@@ -100,6 +100,8 @@ function createDeployment(env: Env): Deployment {
     apiToken: env.API_TOKEN,
     cronSecret: env.CRON_SECRET,
     tick: httpTick,
+    // A job no tick here can fit is refused at enqueue: the cron's (or the alarm's) tick, or an HTTP one.
+    maxJobTimeoutMs: longestJobTimeoutMs(alarmMode ? alarmTick : cronTick, httpTick),
     // The new job starts now; in alarm mode the Durable Object is also woken to follow up (retries, delays).
     runInBackground: (work, c) => c.executionCtx.waitUntil(alarmMode ? Promise.all([work, wakeTicker(env).catch(logWakeFailure)]) : work),
   });

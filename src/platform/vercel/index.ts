@@ -5,7 +5,7 @@
  * after the response through `waitUntil`, within the same limit.
  */
 import { waitUntil } from '@vercel/functions';
-import { createApp } from '../../http/app.ts';
+import { createApp, longestJobTimeoutMs } from '../../http/app.ts';
 import type { App } from '../../http/app-types.ts';
 import { createSkiplock } from '../../runtime/skiplock.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
@@ -24,11 +24,13 @@ function appFromEnv(env: NodeJS.ProcessEnv): App {
   if (!env.API_TOKEN) throw new Error('API_TOKEN is not set');
   const sql = createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
   const skiplock = createSkiplock({ sql, tasks, schedules });
+  const tick = tickOptionsFromEnv(env, { budgetMs: config.maxDuration * 1000 - HEADROOM_MS, pollIntervalMs: 1_000 });
   return createApp({
     skiplock,
     apiToken: env.API_TOKEN,
     cronSecret: env.CRON_SECRET,
-    tick: tickOptionsFromEnv(env, { budgetMs: config.maxDuration * 1000 - HEADROOM_MS, pollIntervalMs: 1_000 }),
+    tick,
+    maxJobTimeoutMs: longestJobTimeoutMs(tick), // every tick here has this budget: a longer job is refused at enqueue
     runInBackground: (work) => waitUntil(work),
   });
 }

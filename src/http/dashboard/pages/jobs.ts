@@ -10,7 +10,7 @@ export const PAGE_SIZE = 50;
 
 export async function jobsPage(deps: DashboardDeps, { c, now }: PageRequest): Promise<PageResult> {
   const statusParam = c.req.query('status');
-  const status = JOB_STATUSES.find((s) => s === statusParam);
+  const status = JOB_STATUSES.find((s) => s === statusParam?.toUpperCase()); // any case, as the API and the CLI
   const task = c.req.query('task') || undefined;
   const cursor = c.req.query('cursor') || undefined;
   const page = await deps.skiplock.listJobs({ status, task, cursor, limit: PAGE_SIZE });

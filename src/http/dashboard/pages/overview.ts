@@ -2,6 +2,7 @@
 import { html } from 'hono/html';
 import { JOB_STATUSES, type JobStatus } from '../../../core/types.ts';
 import type { JobStats } from '../../../runtime/admin.ts';
+import { countUnclaimableJobs } from '../../../store/dashboard.ts';
 import { SCHEDULE_LIST_LIMIT, type ScheduleInfo } from '../../../runtime/schedules.ts';
 import { queueLagTone, scheduleHealth, type Tone } from '../attention.ts';
 import { activityChart } from '../chart.ts';
@@ -11,18 +12,31 @@ import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 export async function overviewPage(deps: DashboardDeps, { now }: PageRequest): Promise<PageResult> {
   const { skiplock } = deps;
   // The alerts look at the first SCHEDULE_LIST_LIMIT.max schedules by name.
-  const [stats, activity, { schedules, nextCursor }] = await Promise.all([
+  const [stats, activity, { schedules, nextCursor }, unclaimable] = await Promise.all([
     skiplock.stats(),
     skiplock.activity(60),
     skiplock.listSchedules({ limit: SCHEDULE_LIST_LIMIT.max }),
+    unclaimableJobs(deps),
   ]);
   const body = html`<h1>Overview</h1>
 <p class="subtitle">${plural(total(stats.counts), 'job')} in the table · ${plural(schedules.length, 'schedule')}${nextCursor ? ' (the first by name; there are more)' : ''}</p>
-${alerts(stats, schedules, now)}
+${alerts(stats, schedules, now, unclaimable)}
 ${statCards(stats)}
 <section class="card"><h2>Finished and failed, last 60 minutes</h2>${activityChart(activity)}</section>
 ${taskTable(stats)}`;
   return { title: 'Overview', section: 'overview', body };
+}
+
+interface Unclaimable {
+  count: number;
+  maxTimeoutMs: number;
+}
+
+/** QUEUED jobs whose timeout no tick here can fit; undefined when the app was not told its budget. */
+async function unclaimableJobs({ skiplock, maxJobTimeoutMs }: DashboardDeps): Promise<Unclaimable | undefined> {
+  if (maxJobTimeoutMs === undefined) return undefined;
+  const [row] = await skiplock.sql.query(countUnclaimableJobs({ tasks: [...skiplock.tasks.keys()], maxTimeoutMs: maxJobTimeoutMs }));
+  return { count: Number(row?.n ?? 0), maxTimeoutMs: maxJobTimeoutMs };
 }
 
 function total(counts: Record<JobStatus, number>): number {
@@ -30,8 +44,15 @@ function total(counts: Record<JobStatus, number>): number {
 }
 
 /** The banner: one line per problem, or a single green line when there is none. */
-function alerts(stats: JobStats, schedules: readonly ScheduleInfo[], now: number): Html {
+function alerts(stats: JobStats, schedules: readonly ScheduleInfo[], now: number, unclaimable: Unclaimable | undefined): Html {
   const items: { tone: Tone; title: string; href: string; text: string }[] = [];
+  if (unclaimable && unclaimable.count > 0)
+    items.push({
+      tone: 'bad',
+      title: `${plural(unclaimable.count, 'job')} can never be claimed here`,
+      href: '/jobs?status=QUEUED',
+      text: `their timeoutMs is over ${formatDuration(unclaimable.maxTimeoutMs)}, the longest a tick of this deployment can give a job: cancel them, or enqueue them again with a shorter timeout.`,
+    });
   if (stats.counts.DEAD > 0)
     items.push({ tone: 'bad', title: plural(stats.counts.DEAD, 'dead job'), href: '/dead', text: 'failed for good and wait for a person to review and retry them.' });
   const lagTone = queueLagTone(stats.oldestQueuedAgeMs);
