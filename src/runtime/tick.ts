@@ -19,6 +19,7 @@ import { mapJob } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
 import type { Logger, WarnOnce } from './log.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
+import type { Tracing } from './tracing.ts';
 
 export interface TickOptions {
   /** How long the tick may run, in ms from its start (the invocation's budget). Default 30 000. */
@@ -61,6 +62,8 @@ export interface TickDeps {
   housekeeping?: () => Promise<void>;
   log: Logger;
   warnOnce: WarnOnce;
+  /** OpenTelemetry (src/runtime/tracing.ts): each attempt runs in its span. Default none. */
+  tracing?: Tracing | null;
 }
 
 const LEASE_GRACE_MS = 5_000;
@@ -91,7 +94,8 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   /** Every job this tick claimed and saw; set when a claiming statement failed, so it may hold others. */
   const seen = new Set<string>();
   let claimsUnseen = false;
-  const pending: { job: Job; outcome: Outcome }[] = [];
+  /** `progress` and `trace` go into the attempt's history entry (src/store/history.ts). */
+  const pending: { job: Job; outcome: Outcome; progress?: { value: unknown }; trace?: string | null }[] = [];
   const wakeup = createWakeup();
   let stopping = false;
   let deadlineReached = false;
@@ -110,10 +114,19 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   o.signal?.addEventListener('abort', onStop, { once: true });
 
   const heartbeat = async (jobs: readonly Job[]): Promise<Set<string>> => {
+    // Progress reported since the last write rides along (ctx.progress costs no round trip).
+    const progress = jobs.map((j) => running.get(j.id)?.progress.pending());
     const rows = await sql.query<{ id: string; cancel_requested: boolean }>(
-      extendLeases({ now: now(), workerId, jobs: jobs.map((j) => ({ id: j.id, attempt: j.attempts })), leaseMs: o.leaseMs, leaseGraceMs: LEASE_GRACE_MS }),
+      extendLeases({
+        now: now(),
+        workerId,
+        jobs: jobs.map((j, i) => ({ id: j.id, attempt: j.attempts, progress: progress[i] && { value: progress[i].value } })),
+        leaseMs: o.leaseMs,
+        leaseGraceMs: LEASE_GRACE_MS,
+      }),
     );
     for (const row of rows) if (row.cancel_requested) running.get(String(row.id))?.stop('cancelled');
+    jobs.forEach((j, i) => progress[i] && running.get(j.id)?.progress.written(progress[i].version));
     return new Set(rows.map((r) => String(r.id)));
   };
   const runDeps: RunDeps = {
@@ -139,12 +152,15 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   }, Math.max(100, Math.floor(o.leaseMs / 3)));
 
   const start = (job: Job) => {
-    const run = runJob(job, runDeps);
+    const traced = deps.tracing?.runAttempt(job, () => runJob(job, runDeps));
+    const run = traced ?? runJob(job, runDeps);
     running.set(job.id, run);
     seen.add(job.id);
     void run.settled.then((settled) => {
       running.delete(job.id);
-      if (settled.kind !== 'lost') pending.push({ job, outcome: settled });
+      const progress = run.progress.pending();
+      const trace = traced?.traceparent ?? null;
+      if (settled.kind !== 'lost') pending.push({ job, outcome: settled, trace, ...(progress && { progress: { value: progress.value } }) });
       wakeup.wake();
     });
   };
@@ -156,7 +172,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
         completeAndClaim({
           now: now(),
           workerId,
-          results: batch.map(({ job, outcome }) => toResultRow(job, outcome)),
+          results: batch.map(({ job, outcome, progress, trace }) => ({ ...toResultRow(job, outcome), progress, trace })),
           limit,
           budgetMs: Math.max(0, Math.floor(deadline - o.marginMs - elapsed())),
           leaseMs: o.leaseMs,

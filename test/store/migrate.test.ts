@@ -50,3 +50,16 @@ test('splitStatements: a dollar-quote tag may hold digits after its first charac
   const text = `CREATE FUNCTION g() RETURNS int AS $body1$ SELECT 1; SELECT 2; $body1$ LANGUAGE sql; SELECT $1, 2`;
   expect(splitStatements(text)).toEqual([`CREATE FUNCTION g() RETURNS int AS $body1$ SELECT 1; SELECT 2; $body1$ LANGUAGE sql`, `SELECT $1, 2`]);
 });
+
+test('numbers may have gaps, and a lower number merged after a higher one was applied is still applied', async () => {
+  const fresh = await createTestDb({ migrated: false });
+  try {
+    const m = (id: number) => ({ id, name: `${String(id).padStart(3, '0')}_t${id}.sql`, sql: `CREATE TABLE gap_${id} (x int)` });
+    expect(await migrate(fresh.sql, [m(1), m(9)])).toEqual({ applied: [1, 9], alreadyApplied: [] });
+    expect(await migrate(fresh.sql, [m(1), m(6), m(9)])).toEqual({ applied: [6], alreadyApplied: [1, 9] });
+    const rows = await fresh.sql.query(statement(`SELECT id FROM skiplock.migration ORDER BY id`));
+    expect(rows.map((r) => Number(r.id))).toEqual([1, 6, 9]);
+  } finally {
+    await fresh.drop();
+  }
+});
