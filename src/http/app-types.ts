@@ -13,6 +13,8 @@ export interface RouteDeps {
   cronSecret: string | undefined;
   /** Options of the tick route. */
   tick: TickOptions;
+  /** The longest `?wait=` of POST /v1/jobs, in ms (AppOptions.maxWaitMs). */
+  maxWaitMs: number;
   /** Starts a tick in the background after new work was queued (no-op without runInBackground). */
   startWork(c: Context): void;
 }

@@ -43,9 +43,14 @@ export interface AppOptions {
   runInBackground?: (work: Promise<unknown>, c: Context) => void;
   /** Largest request body accepted, in bytes; larger ones get 413. Default 1 MiB. */
   maxBodyBytes?: number;
+  /**
+   * The longest a `POST /v1/jobs?wait=` request holds, in ms: a larger `wait` is cut to it (a
+   * platform with a shorter request limit sets it lower). At most and default 25 000.
+   */
+  maxWaitMs?: number;
 }
 
-export const APP_DEFAULTS = { maxBodyBytes: 1024 * 1024 } as const;
+export const APP_DEFAULTS = { maxBodyBytes: 1024 * 1024, maxWaitMs: 25_000 } as const;
 
 export function createApp(options: AppOptions): App {
   if (typeof options.apiToken !== 'string' || options.apiToken.length === 0) throw new TypeError('createApp: apiToken must be a non-empty string');
@@ -57,6 +62,7 @@ export function createApp(options: AppOptions): App {
     apiToken: options.apiToken,
     cronSecret: options.cronSecret || undefined,
     tick,
+    maxWaitMs: Math.max(0, Math.min(options.maxWaitMs ?? APP_DEFAULTS.maxWaitMs, APP_DEFAULTS.maxWaitMs)),
     startWork(c) {
       if (!runInBackground) return;
       const work = skiplock.tick({ ...tick, untilIdle: true }).catch((error: unknown) => {
