@@ -48,6 +48,7 @@ interface OtelTracer {
 
 interface OtelSpan {
   spanContext(): OtelSpanContext;
+  isRecording(): boolean;
   setAttribute(key: string, value: string | number): unknown;
   setStatus(status: { code: number; message?: string }): unknown;
   end(): void;
@@ -122,8 +123,9 @@ export function createTracing(api: OtelApi): Tracing {
       );
       const running = api.context.with(api.trace.setSpan(parent, span), run);
       void running.settled.then((settled) => endAttemptSpan(span, settled));
+      // Without an SDK the API hands back the parent's context: not this attempt's, so not recorded.
       const sc = span.spanContext();
-      return Object.assign(running, { traceparent: api.trace.isSpanContextValid(sc) ? formatTraceparent(sc) : null });
+      return Object.assign(running, { traceparent: span.isRecording() && api.trace.isSpanContextValid(sc) ? formatTraceparent(sc) : null });
     },
   };
 }

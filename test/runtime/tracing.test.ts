@@ -176,3 +176,19 @@ describe('OpenTelemetry', () => {
     expect(typeof api.trace.getTracer).toBe('function');
   });
 });
+
+test('with the API but no SDK registered: the traceparent is still stored, and no attempt claims a trace of its own', async () => {
+  otel.trace.disable();
+  try {
+    const task = defineTask({ name: 'no-sdk', payload: z.object({}), handler: () => 'ok' });
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], otel, log: quiet });
+    const given = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const job = await skiplock.enqueue({ task: 'no-sdk', payload: {}, traceparent: given });
+    await skiplock.tick({ untilIdle: true });
+    const done = (await skiplock.getJob(job.id))!;
+    expect(done).toMatchObject({ status: 'DONE', traceparent: given });
+    expect(done.history[0]!.traceparent).toBeNull();
+  } finally {
+    otel.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+  }
+});
