@@ -24,11 +24,18 @@ export interface AttemptEntrySql {
   traceparent?: string;
 }
 
-/** `history = ${appendAttempt(...)}`: the job's history with one more entry, the oldest dropped past HISTORY_LIMIT. */
+/**
+ * `history = ${appendAttempt(...)}`: the job's history with one more entry, the oldest dropped past
+ * HISTORY_LIMIT. Below the limit (most jobs) it is a plain append; at the limit, the first entry
+ * goes; only a history longer than the limit (after the limit was lowered) is rebuilt.
+ */
 export function appendAttempt(entry: AttemptEntrySql): string {
-  return `(SELECT coalesce(jsonb_agg(h.e ORDER BY h.n), '[]'::jsonb)
-      FROM jsonb_array_elements(j.history || jsonb_build_array(${attemptEntry(entry)})) WITH ORDINALITY AS h(e, n)
-     WHERE h.n > jsonb_array_length(j.history) + 1 - ${HISTORY_LIMIT})`;
+  const e = attemptEntry(entry);
+  return `CASE WHEN jsonb_array_length(j.history) < ${HISTORY_LIMIT} THEN j.history || jsonb_build_array(${e})
+         WHEN jsonb_array_length(j.history) = ${HISTORY_LIMIT} THEN (j.history - 0) || jsonb_build_array(${e})
+         ELSE (SELECT coalesce(jsonb_agg(h.e ORDER BY h.n), '[]'::jsonb)
+                 FROM jsonb_array_elements(j.history || jsonb_build_array(${e})) WITH ORDINALITY AS h(e, n)
+                WHERE h.n > jsonb_array_length(j.history) + 1 - ${HISTORY_LIMIT}) END`;
 }
 
 function attemptEntry(p: AttemptEntrySql): string {

@@ -76,6 +76,21 @@ describe('attempt history', () => {
     expect(job.history.at(-1)).toMatchObject({ outcome: 'dead', error: 'Error: failure 25' });
   });
 
+  test('a history longer than the limit (the limit was lowered) is cut to it on the next write', async () => {
+    const task = defineTask({ name: 'once', payload: z.object({}), handler: () => 'ok' });
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
+    const { id } = await skiplock.enqueue({ task: 'once', payload: {} });
+    await db.sql.query(statement(
+      `UPDATE skiplock.job SET history = (SELECT jsonb_agg(jsonb_build_object('attempt', n, 'endedAt', now(), 'outcome', 'released')) FROM generate_series(1, 25) n) WHERE id = $1`,
+      [id],
+    ));
+    await skiplock.tick({ untilIdle: true });
+    const job = (await skiplock.getJob(id))!;
+    expect(job.history).toHaveLength(HISTORY_LIMIT);
+    expect(job.history[0]!.attempt).toBe(7);
+    expect(job.history.at(-1)).toMatchObject({ attempt: 1, outcome: 'done' });
+  });
+
   test('lease lost: the reaper writes the entry; the stale worker adds none; the next attempt follows', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
