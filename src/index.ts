@@ -1,4 +1,14 @@
-export { createSkiplock, type Skiplock, type SkiplockConfig, type RetentionOptions } from './runtime/skiplock.ts';
+export {
+  createSkiplock,
+  type EnqueueAndWaitOptions,
+  type EnqueueAndWaitResult,
+  type Skiplock,
+  type SkiplockConfig,
+  type RetentionOptions,
+} from './runtime/skiplock.ts';
+export type { WaitResult } from './runtime/wait-for-job.ts';
+export type { OtelApi } from './runtime/tracing.ts';
+export type { AttemptOutcome, AttemptRecord } from './core/attempt-history.ts';
 export { defineTask, type Task, type TaskContext, type TaskDefinition } from './runtime/task.ts';
 export type { EnqueueInput, EnqueueResult } from './runtime/enqueue.ts';
 export type { TickOptions } from './runtime/tick.ts';

@@ -1,3 +1,5 @@
+import type { AttemptRecord } from './attempt-history.ts';
+
 export const JOB_STATUSES = ['QUEUED', 'RUNNING', 'DONE', 'DEAD', 'CANCELLED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
@@ -25,6 +27,14 @@ export interface Job<Payload = unknown> {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /** When the current (or last) attempt was claimed, on the database clock; null before the first. */
+  startedAt: Date | null;
+  /** The last attempts, oldest first (at most 20): when, how long, how each ended, why, on which worker. */
+  history: AttemptRecord[];
+  /** What the handler last reported with ctx.progress (reset when an attempt starts); null when nothing. */
+  progress: unknown;
+  /** The W3C traceparent of the enqueuer's context, which each attempt's span descends from; null when none. */
+  traceparent: string | null;
 }
 
 /** What the tick reports. */

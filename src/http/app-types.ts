@@ -17,6 +17,8 @@ export interface RouteDeps {
   arrivedAt(c: Context): number;
   /** AppOptions.maxJobTimeoutMs: longer job timeouts are refused at enqueue. */
   maxJobTimeoutMs: number | undefined;
+  /** The longest `?wait=` of POST /v1/jobs, in ms (AppOptions.maxWaitMs). */
+  maxWaitMs: number;
   /** Starts a tick in the background after new work was queued (no-op without runInBackground). */
   startWork(c: Context): void;
 }

@@ -50,9 +50,14 @@ export interface AppOptions {
    * wait forever, and the dashboard counts such jobs already queued. Default: not checked.
    */
   maxJobTimeoutMs?: number;
+  /**
+   * The longest a `POST /v1/jobs?wait=` request holds, in ms: a larger `wait` is cut to it (a
+   * platform with a shorter request limit sets it lower). At most and default 25 000.
+   */
+  maxWaitMs?: number;
 }
 
-export const APP_DEFAULTS = { maxBodyBytes: 1024 * 1024 } as const;
+export const APP_DEFAULTS = { maxBodyBytes: 1024 * 1024, maxWaitMs: 25_000 } as const;
 
 /** AppOptions.maxJobTimeoutMs of a deployment whose ticks run with these options: the longest budget − its margin. */
 export function longestJobTimeoutMs(...ticks: readonly TickOptions[]): number {
@@ -74,6 +79,7 @@ export function createApp(options: AppOptions): App {
     tick,
     arrivedAt,
     maxJobTimeoutMs: options.maxJobTimeoutMs,
+    maxWaitMs: Math.max(0, Math.min(options.maxWaitMs ?? APP_DEFAULTS.maxWaitMs, APP_DEFAULTS.maxWaitMs)),
     startWork(c) {
       if (!runInBackground) return;
       const work = skiplock.tick({ ...tick, untilIdle: true, startedAt: arrivedAt(c) }).catch((error: unknown) => {

@@ -3,6 +3,7 @@
  * (documented in /openapi.json). The enqueue envelope is the library's own enqueueInputSchema.
  */
 import { z } from '@hono/zod-openapi';
+import { ATTEMPT_OUTCOMES } from '../core/attempt-history.ts';
 import { JOB_STATUSES } from '../core/types.ts';
 import { unstorableText } from '../core/json.ts';
 import { LIST_LIMIT, RETRY_DEAD_LIMIT } from '../runtime/admin.ts';
@@ -38,6 +39,31 @@ export const IdempotencyHeader = z.object({
   'idempotency-key': storableText.min(1).max(255).optional().openapi({
     description: 'Same as the body field `idempotencyKey`: a replay returns the original job with 200.',
   }),
+});
+
+/** The W3C Trace Context header: the enqueued jobs' attempts descend from it. A malformed one is ignored, as the spec says. */
+export const TraceparentHeader = z.object({
+  traceparent: z.string().optional().openapi({
+    description: 'W3C traceparent: each attempt’s span descends from it (the body field `traceparent` wins). Ignored when malformed.',
+    example: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+  }),
+});
+
+export const EnqueueHeaders = IdempotencyHeader.extend(TraceparentHeader.shape);
+
+/** The longest `?wait=` of POST /v1/jobs, in seconds: under the request limits of every platform skiplock runs on. */
+export const MAX_WAIT_SECONDS = 25;
+
+export const EnqueueQuery = z.object({
+  wait: z
+    .string()
+    .regex(/^\d{1,2}(\.\d{1,3})?$/, { message: 'must be a number of seconds, such as 5 or 0.5', abort: true })
+    .refine((s) => Number(s) <= MAX_WAIT_SECONDS, `must be at most ${MAX_WAIT_SECONDS} seconds`)
+    .optional()
+    .openapi({
+      description: `Wait up to this many seconds (0 to ${MAX_WAIT_SECONDS}, at most 3 decimals) for the job to finish: 200 with the finished job, or 202 with the job while it still runs. A replay of an idempotency key waits for the original job.`,
+      example: '10',
+    }),
 });
 
 export const JobIdParam = z.object({
@@ -91,6 +117,20 @@ export const ScheduleInput = scheduleInputSchema.clone().openapi('ScheduleInput'
 const nullableText = z.string().nullable();
 const instant = z.string().openapi({ format: 'date-time' });
 
+export const AttemptRecord = z
+  .object({
+    attempt: z.number().int(),
+    startedAt: instant.nullable().openapi({ description: 'When it was claimed (database clock); null for attempts older than the history' }),
+    endedAt: instant.openapi({ description: 'When its outcome was written (database clock)' }),
+    durationMs: z.number().int().nullable(),
+    outcome: z.enum(ATTEMPT_OUTCOMES as [string, ...string[]]).openapi({ description: 'lease-lost: its worker stopped renewing the lease and the reaper took the job back' }),
+    error: nullableText.openapi({ description: 'One line, its stack cut off' }),
+    worker: nullableText,
+    progress: z.unknown().openapi({ description: 'The last ctx.progress of this attempt' }),
+    traceparent: nullableText.openapi({ description: 'This attempt’s span (W3C traceparent); null without OpenTelemetry' }),
+  })
+  .openapi('AttemptRecord');
+
 export const Job = z
   .object({
     id: z.string(),
@@ -112,6 +152,10 @@ export const Job = z
     createdAt: instant,
     updatedAt: instant,
     finishedAt: instant.nullable(),
+    startedAt: instant.nullable().openapi({ description: 'When the current (or last) attempt was claimed' }),
+    history: z.array(AttemptRecord).openapi({ description: 'The last 20 attempts, oldest first' }),
+    progress: z.unknown().openapi({ description: 'What the handler last reported with ctx.progress (reset when an attempt starts); null when nothing' }),
+    traceparent: nullableText.openapi({ description: 'The W3C traceparent stored at enqueue; each attempt’s span descends from it' }),
   })
   .openapi('Job');
 

@@ -7,6 +7,7 @@ import { insertJobs, jobsByIdempotencyKey, type NewJobRow } from '../store/jobs.
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
+import { isTraceparent } from './tracing.ts';
 
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
 
@@ -45,6 +46,11 @@ export const enqueueInputSchema = z.strictObject({
   timeoutMs: z.number().int().min(1).max(24 * 3600 * 1000).optional(),
   /** Enqueueing the same key again returns the original job and writes nothing. */
   idempotencyKey: storableString.min(1).max(255).optional(),
+  /**
+   * The W3C traceparent each attempt's span descends from. Default: the active OpenTelemetry
+   * context's, when @opentelemetry/api is there (src/runtime/tracing.ts); none otherwise.
+   */
+  traceparent: z.string().max(55).refine(isTraceparent, { message: 'must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)' }).optional(),
 }).refine((input) => input.runAt === undefined || input.delayMs === undefined, {
   message: 'give runAt or delayMs, not both',
   path: ['delayMs'],
@@ -74,7 +80,7 @@ export function checkTaskPayload(task: Task, payload: unknown, path: (string | n
 }
 
 /** Validates one input completely (envelope, task, payload) into the row to insert. */
-function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]): NewJobRow {
+function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[], traceparent: string | undefined): NewJobRow {
   const parsed = enqueueInputSchema.safeParse(raw);
   if (!parsed.success) throw new SkiplockError('invalid_request', 'invalid job', toIssues(parsed.error, path));
   const input = parsed.data;
@@ -92,6 +98,7 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
     idempotency_key: input.idempotencyKey ?? null,
     schedule_name: null,
     scheduled_for: null,
+    traceparent: input.traceparent ?? traceparent ?? null,
   };
 }
 
@@ -130,10 +137,14 @@ export async function enqueueJobs(
   inputs: readonly unknown[],
   now: Clock = null,
   /** Issue paths start with ['jobs', i] for a batch (even of one job), with nothing for a single enqueue. */
-  options: { batch?: boolean } = {},
+  options: {
+    batch?: boolean;
+    /** The traceparent of jobs that do not give their own (the caller's active trace context). */
+    traceparent?: string | undefined;
+  } = {},
 ): Promise<EnqueueResult[]> {
   const batch = options.batch ?? inputs.length > 1;
-  const rows = inputs.map((input, i) => prepare(registry, input, batch ? ['jobs', i] : []));
+  const rows = inputs.map((input, i) => prepare(registry, input, batch ? ['jobs', i] : [], options.traceparent));
   const keys = new Set<string>();
   for (const [i, row] of rows.entries()) {
     if (row.idempotency_key === null) continue;

@@ -8,6 +8,7 @@ import { findUnstorableJson } from '../core/json.ts';
 import { cancelled, dead, done, failed, released, type Outcome } from '../core/state.ts';
 import type { Job } from '../core/types.ts';
 import type { EnqueueInput } from './enqueue.ts';
+import { createProgressSlot, type ProgressSlot } from './progress.ts';
 import type { TaskContext, TaskRegistry } from './task.ts';
 
 /** Why a handler's signal was aborted. */
@@ -41,10 +42,13 @@ export interface RunningJob {
   settled: Promise<Settled>;
   /** Aborts the handler's signal; the first reason wins. */
   stop(reason: StopReason): void;
+  /** What the handler reported with ctx.progress, to write with the next heartbeat or the result. */
+  progress: ProgressSlot;
 }
 
 export function runJob(job: Job, deps: RunDeps): RunningJob {
   const controller = new AbortController();
+  const progress = createProgressSlot();
   let reason: StopReason | undefined;
   let finish!: (settled: Settled) => void;
   let abandonTimer: ReturnType<typeof setTimeout> | undefined;
@@ -142,6 +146,7 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
           return held;
         },
         enqueue: deps.enqueue,
+        progress: (value) => progress.set(value),
         state: job.scheduleName === null ? undefined : (job.scheduleState ?? null),
         setState: (value) => {
           if (job.scheduleName === null) throw new TypeError('setState: this job was not fired by a schedule');
@@ -157,7 +162,7 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
     }
   }
 
-  return { job, settled, stop };
+  return { job, settled, stop, progress };
 }
 
 function stopMessage(reason: StopReason, job: Job): string {

@@ -20,6 +20,8 @@ import { createRegistry, type Task, type TaskRegistry } from './task.ts';
 import { consoleLog, warnOnceWith, type Logger } from './log.ts';
 import { TICK_DEFAULTS, tick, type TickOptions } from './tick.ts';
 import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
+import { resolveTracing, type OtelOption } from './tracing.ts';
+import { checkWaitMs, waitForJob, type WaitResult } from './wait-for-job.ts';
 
 export type { Logger };
 
@@ -48,6 +50,31 @@ export interface SkiplockConfig {
    * waiting; production never sets it (one clock: the database's).
    */
   now?: () => Date | null;
+  /**
+   * OpenTelemetry: the `@opentelemetry/api` module (`import * as otel from '@opentelemetry/api'`).
+   * Enqueues store the active trace context, and each attempt runs in a span under it. Default:
+   * imported lazily if installed (Node); a Worker bundle passes it, since a bundler cannot see a
+   * lazy import. `false` turns tracing off.
+   */
+  otel?: OtelOption;
+}
+
+export interface EnqueueAndWaitOptions {
+  /** How long to wait for the job to finish, in ms (0 to 24 h). Required. */
+  timeoutMs: number;
+  /**
+   * Also start a tick at once (`tick({ untilIdle: true, ...options })`), for when nothing else runs
+   * ticks (a script, a test). Its promise is returned as `tick`: on a serverless platform, hand it
+   * to waitUntil. Default false: the deployment's ticks run the job.
+   */
+  tick?: boolean | TickOptions;
+}
+
+export interface EnqueueAndWaitResult extends WaitResult {
+  /** False when the idempotency key matched an existing job: that job is waited for. */
+  created: boolean;
+  /** The tick started by the `tick` option. */
+  tick?: Promise<TickResult>;
 }
 
 export interface RetentionOptions {
@@ -77,6 +104,14 @@ export interface Skiplock extends AdminOperations, ScheduleOperations {
   enqueue(input: EnqueueInput): Promise<Job>;
   /** Like enqueue, and also says whether the job was created or is an idempotency-key replay. */
   enqueueWithResult(input: EnqueueInput): Promise<EnqueueResult>;
+  /**
+   * Enqueues one job and waits for its result, polling its row (50 ms, backing off to 500 ms):
+   * `finished` true with the job DONE, DEAD or CANCELLED, or false with the job as it is when
+   * `timeoutMs` runs out. A replay of an idempotency key waits for the original job.
+   */
+  enqueueAndWait(input: EnqueueInput, options: EnqueueAndWaitOptions): Promise<EnqueueAndWaitResult>;
+  /** Waits up to `timeoutMs` for a job to finish (see enqueueAndWait); undefined when there is no such job. */
+  waitForJob(id: string, options: { timeoutMs: number }): Promise<WaitResult | undefined>;
   /** Validates every job, then enqueues all or none, in one statement. */
   enqueueBatch(inputs: readonly EnqueueInput[]): Promise<EnqueueResult[]>;
   /** Runs one tick (see TickOptions). */
@@ -106,12 +141,25 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
   const log = config.log ?? consoleLog;
   const tickMetrics = createTickMetrics();
   const warnOnce = warnOnceWith(log);
-  const staticScheduleNames = (config.schedules ?? []).map((s) => s.name);
+  const staticSchedules = (config.schedules ?? []).map((s) => s.name);
   const schedules = createScheduleOperations({ sql, registry, schedules: config.schedules ?? [], now, log, warnOnce });
 
-  const enqueueBatch = (inputs: readonly EnqueueInput[]) => enqueueJobs(sql, registry, inputs, now(), { batch: true });
-  const enqueueWithResult = async (input: EnqueueInput) => (await enqueueJobs(sql, registry, [input], now()))[0]!;
+  const tracing = resolveTracing(config.otel);
+  const traceparent = async () => (await tracing())?.currentTraceparent();
+  const enqueueBatch = async (inputs: readonly EnqueueInput[]) =>
+    enqueueJobs(sql, registry, inputs, now(), { batch: true, traceparent: await traceparent() });
+  const enqueueWithResult = async (input: EnqueueInput) =>
+    (await enqueueJobs(sql, registry, [input], now(), { traceparent: input.traceparent ?? (await traceparent()) }))[0]!;
   const enqueue = async (input: EnqueueInput) => (await enqueueWithResult(input)).job;
+  const readJob = async (id: string) => {
+    if (!isJobId(id)) return undefined;
+    const [row] = await sql.query(getJob({ id }));
+    return row ? mapJob(row) : undefined;
+  };
+  const runTick = async (options?: TickOptions) => {
+    const deps = { sql, now, log, warnOnce, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, staticSchedules, housekeeping, tracing: await tracing() };
+    return tickMetrics.measure(() => tick(deps, { ...config.tick, ...options }));
+  };
 
   const prune = async (options: RetentionOptions = {}) => {
     const [row] = await sql.query(
@@ -138,16 +186,26 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
           await prune(retention);
           return true;
         };
-  const staticSchedules = (config.schedules ?? []).map((schedule) => schedule.name);
-
   return {
     sql,
     tasks: registry,
     enqueue,
     enqueueWithResult,
     enqueueBatch,
-    tick: (options) =>
-      tickMetrics.measure(() => tick({ sql, now, log, warnOnce, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, staticSchedules, housekeeping }, { ...config.tick, ...options })),
+    async enqueueAndWait(input, options) {
+      const timeoutMs = checkWaitMs(options?.timeoutMs);
+      const { job, created } = await enqueueWithResult(input);
+      const started = options.tick ? runTick({ untilIdle: true, ...(options.tick === true ? {} : options.tick) }) : undefined;
+      started?.catch((error: unknown) => log('error', 'the tick started by enqueueAndWait failed', { error: String(error) }));
+      const waited = await waitForJob(job, timeoutMs, { read: () => readJob(job.id) });
+      return { ...waited, created, ...(started && { tick: started }) };
+    },
+    async waitForJob(id, options) {
+      const timeoutMs = checkWaitMs(options?.timeoutMs);
+      const job = await readJob(id);
+      return job && waitForJob(job, timeoutMs, { read: () => readJob(id) });
+    },
+    tick: runTick,
     async reap() {
       const [row] = await sql.query(reapExpiredLeases({ now: now(), limit: 10_000 }));
       return Number(row?.reaped ?? 0);
@@ -155,16 +213,12 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
     prune,
     async msUntilNextWork(options) {
       const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...config.tick, ...options };
-      const rows = await sql.query(msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticScheduleNames }));
+      const rows = await sql.query(msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticSchedules }));
       // Work and stored next runs come as one figure; schedules put since the last tick, one row each.
       const ms = rows.map((row) => (toBool(row.uncomputed) ? msUntilFirstRun(row) : row.ms === null || row.ms === undefined ? null : Number(row.ms)));
       return ms.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);
     },
-    async getJob(id) {
-      if (!isJobId(id)) return undefined;
-      const [row] = await sql.query(getJob({ id }));
-      return row ? mapJob(row) : undefined;
-    },
+    getJob: readJob,
     migrate: (migrations) => migrate(sql, migrations),
     tickTotals: tickMetrics.totals,
     ...createAdminOperations(sql, now),

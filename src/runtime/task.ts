@@ -21,6 +21,13 @@ export interface TaskContext<Payload = unknown> {
   idempotencyKey: string;
   /** Extends this job's lease now; resolves false when the lease was lost (stop working then). */
   heartbeat(): Promise<boolean>;
+  /**
+   * Reports how far the job got: small JSON (at most 2 KiB; a RangeError beyond, a TypeError for
+   * what JSON cannot hold), e.g. `{ done: 40, total: 100 }`. Costs no round trip: the latest value
+   * is written with the next heartbeat (every leaseMs / 3) or with the result, and shown as the
+   * job's `progress` and in its attempt history.
+   */
+  progress(value: unknown): void;
   /** Enqueues follow-up jobs (validated like any enqueue). */
   enqueue(input: EnqueueInput): Promise<Job>;
   /**

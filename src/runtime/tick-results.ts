@@ -16,6 +16,9 @@ export interface PendingResult {
   suspect?: boolean;
   /** Already rewritten as DEAD after a refusal. */
   rewritten?: boolean;
+  /** For the attempt's history entry (src/store/history.ts): the last progress reported, and the attempt's traceparent. */
+  progress?: { value: unknown } | undefined;
+  trace?: string | null | undefined;
 }
 
 /** A run's key: the job and the claim (locked_by) it runs under. */

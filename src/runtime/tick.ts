@@ -23,6 +23,7 @@ import type { Logger, WarnOnce } from './log.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
 import { asIds, isRefusal, keyOf, runKey, tally, toResultRow, type PendingResult } from './tick-results.ts';
 import { createWakeup, startClock, yieldToIo } from './tick-timing.ts';
+import type { Tracing } from './tracing.ts';
 
 export interface TickOptions {
   /** How long the tick may run, in ms from its start (the invocation's budget). Default 30 000. */
@@ -85,6 +86,8 @@ export interface TickDeps {
   housekeeping?: () => Promise<boolean | void>;
   log: Logger;
   warnOnce: WarnOnce;
+  /** OpenTelemetry (src/runtime/tracing.ts): each attempt runs in its span. Default none. */
+  tracing?: Tracing | null;
 }
 
 const LEASE_GRACE_MS = 5_000;
@@ -118,6 +121,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   /** Set when a claiming statement failed (it may have committed): this worker may hold jobs it never saw. */
   let claimsUnseen = false;
   let claimEverLost = false;
+  /** `progress` and `trace` go into the attempt's history entry (src/store/history.ts). */
   const pending: PendingResult[] = [];
   const wakeup = createWakeup();
   let stopping = false;
@@ -142,17 +146,20 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   o.signal?.addEventListener('abort', onStop, { once: true });
 
   const heartbeat = async (jobs: readonly Job[]): Promise<Set<string>> => {
+    // Progress reported since the last write rides along (ctx.progress costs no round trip).
+    const progress = jobs.map((j) => running.get(keyOf(j))?.progress.pending());
     const rows = await sql.query<{ id: string; locked_by: string; cancel_requested: boolean }>(
       extendLeases({
         now: now(),
         workerId,
-        jobs: jobs.map((j) => ({ id: j.id, attempt: j.attempts, locked_by: j.lockedBy ?? workerId })),
+        jobs: jobs.map((j, i) => ({ id: j.id, attempt: j.attempts, locked_by: j.lockedBy ?? workerId, progress: progress[i] && { value: progress[i].value } })),
         leaseMs: o.leaseMs,
         leaseGraceMs: LEASE_GRACE_MS,
       }),
     );
     const held = new Set(rows.map((r) => runKey(String(r.id), String(r.locked_by))));
     for (const row of rows) if (toBool(row.cancel_requested)) running.get(runKey(String(row.id), String(row.locked_by)))?.stop('cancelled');
+    jobs.forEach((j, i) => progress[i] && held.has(keyOf(j)) && running.get(keyOf(j))?.progress.written(progress[i].version));
     return held;
   };
   const runDeps: RunDeps = {
@@ -179,12 +186,15 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   }, Math.max(100, Math.floor(o.leaseMs / 3)));
 
   const start = (job: Job) => {
-    const run = runJob(job, runDeps);
+    const traced = deps.tracing?.runAttempt(job, () => runJob(job, runDeps));
+    const run = traced ?? runJob(job, runDeps);
     const key = keyOf(job);
     running.set(key, run);
     void run.settled.then((settled) => {
       if (running.get(key) === run) running.delete(key);
-      if (settled.kind !== 'lost') pending.push({ job, outcome: settled });
+      const progress = run.progress.pending();
+      const trace = traced?.traceparent ?? null;
+      if (settled.kind !== 'lost') pending.push({ job, outcome: settled, trace, ...(progress && { progress: { value: progress.value } }) });
       wakeup.wake();
     });
   };
@@ -222,7 +232,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
       const claim = completeAndClaim({
         now: now(),
         workerId: token,
-        results: batch.map(({ job, outcome }) => toResultRow(job, outcome)),
+        results: batch.map(({ job, outcome, progress, trace }) => ({ ...toResultRow(job, outcome), progress, trace })),
         limit,
         budgetMs: Math.max(0, Math.floor(deadline - o.marginMs - elapsed())),
         leaseMs: o.leaseMs,

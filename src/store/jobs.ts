@@ -6,6 +6,7 @@
  */
 import { MS, NOW, clock, leaseUntil, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
+import { appendAttempt } from './history.ts';
 import { statement, type Statement } from './sql.ts';
 
 export interface NewJobRow {
@@ -20,6 +21,8 @@ export interface NewJobRow {
   idempotency_key: string | null;
   schedule_name: string | null;
   scheduled_for: string | null;
+  /** The W3C traceparent of the enqueuer (src/runtime/tracing.ts); null or absent: none. */
+  traceparent?: string | null;
 }
 
 /**
@@ -37,13 +40,14 @@ export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): 
     `WITH input AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(
          ord int, task text, payload jsonb, priority smallint, run_at timestamptz, delay_ms bigint,
-         max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz)
+         max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz,
+         traceparent text)
      ),
      inserted AS (
        INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
-                                      idempotency_key, schedule_name, scheduled_for, created_at, updated_at)
+                                      idempotency_key, schedule_name, scheduled_for, created_at, updated_at, traceparent)
        SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
-              idempotency_key, schedule_name, scheduled_for, ${NOW}, ${NOW}
+              idempotency_key, schedule_name, scheduled_for, ${NOW}, ${NOW}, traceparent
          FROM input ORDER BY ord
        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
        RETURNING j.*
@@ -85,6 +89,10 @@ export interface ResultRow {
    * attempt number (a DEAD job retried by a person restarts its attempts at 0).
    */
   locked_by?: string;
+  /** What the handler last reported with ctx.progress, if it changed since the last write. */
+  progress?: { value: unknown } | undefined;
+  /** The attempt span's traceparent, kept in its history entry; null without tracing. */
+  trace?: string | null;
 }
 
 export interface CompleteAndClaimParams {
@@ -131,7 +139,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   return statement(
     `WITH results AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb)
-         AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb, locked_by text)
+         AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb, locked_by text,
+              progress jsonb, trace text)
      ),
      -- A retry or a release of a job whose cancel was asked while it ran ends CANCELLED (the
      -- attempt is kept: it ran); a cancel must not be dropped because the attempt failed.
@@ -143,7 +152,15 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
          last_error = coalesce(r.error, j.last_error),
          run_at = CASE WHEN r.status = 'QUEUED' AND NOT j.cancel_requested THEN ${NOW} + r.delay_ms ${MS} ELSE j.run_at END,
          finished_at = CASE WHEN r.status = 'QUEUED' AND NOT j.cancel_requested THEN NULL ELSE ${NOW} END,
-         locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
+         locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW},
+         progress = coalesce(r.progress -> 'value', j.progress),
+         -- src/store/history.ts: this attempt's entry, by the statement that writes its outcome
+         history = ${appendAttempt({
+           outcome: `CASE WHEN r.status = 'QUEUED' THEN CASE WHEN j.cancel_requested THEN 'cancelled' WHEN r.release THEN 'released' ELSE 'retry' END ELSE lower(r.status) END`,
+           error: 'r.error',
+           progress: `coalesce(r.progress -> 'value', j.progress)`,
+           traceparent: 'r.trace',
+         })}
        FROM results r
        WHERE j.id = ANY (ARRAY(SELECT id FROM results)) AND j.id = r.id
          AND j.status = 'RUNNING' AND j.locked_by = coalesce(r.locked_by, $2) AND j.attempts = r.attempt
@@ -164,7 +181,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
      claimed AS (
        UPDATE skiplock.job j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
-         locked_until = ${leaseUntil('$7', '$6')}, updated_at = ${NOW}
+         locked_until = ${leaseUntil('$7', '$6')}, updated_at = ${NOW},
+         started_at = ${NOW}, progress = NULL
        WHERE j.id = ANY (ARRAY(SELECT id FROM next))
        RETURNING j.*
      )
@@ -198,6 +216,10 @@ export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: re
        attempts = CASE WHEN j.cancel_requested THEN j.attempts ELSE j.attempts - 1 END,
        run_at = CASE WHEN j.cancel_requested THEN j.run_at ELSE ${NOW} END,
        finished_at = CASE WHEN j.cancel_requested THEN ${NOW} END,
+       history = ${appendAttempt({
+         outcome: `CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'released' END`,
+         error: `'claimed by a statement whose answer was lost: given back before it ran'`,
+       })},
        locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
      WHERE j.status = 'RUNNING' AND (j.locked_by = $2 OR starts_with(j.locked_by, $2 || '#')) AND NOT (j.id = ANY ($3::bigint[]))
      RETURNING j.id::text AS id`,
@@ -213,16 +235,17 @@ export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: re
 export function extendLeases(p: {
   now: Clock;
   workerId: string;
-  /** Each with the locked_by its claim wrote; default `workerId`. */
-  jobs: readonly { id: string; attempt: number; locked_by?: string }[];
+  /** Each with the locked_by its claim wrote (default `workerId`), and `progress`: what the handler reported since the last write (ctx.progress), carried by the heartbeat. */
+  jobs: readonly { id: string; attempt: number; locked_by?: string; progress?: { value: unknown } | undefined }[];
   leaseMs: number;
   leaseGraceMs: number;
 }): Statement {
   return statement(
-    `WITH held AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int, locked_by text))
+    `WITH held AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int, locked_by text, progress jsonb))
      UPDATE skiplock.job j SET
        locked_until = greatest(j.locked_until, ${leaseUntil('$5', '$4')}),
-       updated_at = ${NOW}
+       updated_at = ${NOW},
+       progress = coalesce(r.progress -> 'value', j.progress)
      FROM held r
      -- By primary key, as completeAndClaim finds its rows: never a join the planner may turn into a scan.
      WHERE j.id = ANY (ARRAY(SELECT id FROM held)) AND j.id = r.id
@@ -252,6 +275,10 @@ export function reapExpiredLeases(p: { now: Clock; limit: number }): Statement {
                        ELSE 'QUEUED' END,
          finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN ${NOW} END,
          last_error = 'lease expired on attempt ' || j.attempts || ' (worker ' || j.locked_by || ' stopped responding)',
+         history = ${appendAttempt({
+           outcome: `'lease-lost'`,
+           error: `'lease expired on attempt ' || j.attempts || ' (worker ' || j.locked_by || ' stopped responding)'`,
+         })},
          run_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN j.run_at ELSE ${NOW} END,
          locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
        FROM expired WHERE j.id = expired.id

@@ -1,3 +1,4 @@
+import { attemptToJson, parseAttemptHistory } from '../core/attempt-history.ts';
 import type { Job, JobStatus } from '../core/types.ts';
 import type { Row } from './sql.ts';
 
@@ -47,6 +48,10 @@ export function mapJob(row: Row): Job {
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
     finishedAt: toDateOrNull(row.finished_at),
+    startedAt: toDateOrNull(row.started_at),
+    history: parseAttemptHistory(row.history),
+    progress: toJson(row.progress),
+    traceparent: toStringOrNull(row.traceparent),
   };
 }
 
@@ -62,5 +67,7 @@ export function jobToJson(job: Job) {
     finishedAt: job.finishedAt?.toISOString() ?? null,
     scheduleName,
     scheduledFor: scheduledFor?.toISOString() ?? null,
+    startedAt: job.startedAt?.toISOString() ?? null,
+    history: job.history.map(attemptToJson),
   };
 }

@@ -16,6 +16,9 @@ type Access = 'api' | 'tick' | 'open';
 /** Each route, its access class, and the status a right token gets. */
 const ROUTES: [method: string, path: () => string, access: Access, ok: number | number[], body?: unknown][] = [
   ['POST', () => '/v1/jobs', 'api', 201, { task: 'echo', payload: { message: 'x' } }],
+  // No tick runs the job here: the wait ends at its bound with 202. Auth comes before the query's validation.
+  ['POST', () => '/v1/jobs?wait=0.05', 'api', 202, { task: 'echo', payload: { message: 'x' } }],
+  ['POST', () => '/v1/jobs?wait=nope', 'api', 400, { task: 'echo', payload: { message: 'x' } }],
   ['POST', () => '/v1/jobs/batch', 'api', 201, { jobs: [{ task: 'echo', payload: { message: 'x' } }] }],
   ['GET', () => `/v1/jobs/${jobId}`, 'api', 200],
   ['GET', () => '/v1/jobs?limit=2', 'api', 200],

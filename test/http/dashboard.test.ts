@@ -4,6 +4,7 @@ import { createApp } from '../../src/http/app.ts';
 import { SESSION_TTL_SECONDS } from '../../src/http/dashboard/session.ts';
 import { createSkiplock } from '../../src/runtime/skiplock.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { statement } from '../../src/store/sql.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { API_TOKEN, createTestApp, type TestApp } from './helpers.ts';
 import { claimAsRunning, csrfOf, getPage, logIn, ORIGIN, postForm } from './dashboard-support.ts';
@@ -295,6 +296,25 @@ describe('pages', () => {
       expect(html).toContain(`<script nonce="${nonce}">`);
       expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org)/); // Nothing from elsewhere (offline).
     }
+  });
+
+  test('the job page answers why it failed, how far it got and where its trace is: the attempts as a timeline', async () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const job = await t.skiplock.enqueue({ task: 'flaky', payload: { failTimes: 1 }, traceparent });
+    await t.skiplock.tick({ untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 });
+    // Due at once instead of after its backoff, and a progress as a handler would leave it.
+    await t.db.sql.query(statement(`UPDATE skiplock.job SET run_at = now() WHERE id = $1`, [job.id]));
+    await t.skiplock.tick({ untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 });
+    await t.db.sql.query(statement(`UPDATE skiplock.job SET progress = '{"done": 7, "of": "<b>10</b>"}' WHERE id = $1`, [job.id]));
+    const page = await (await getPage(t, `/jobs/${job.id}`, cookie)).text();
+    const timeline = page.slice(page.indexOf('<h2>Attempts</h2>'));
+    expect(timeline).toMatch(/Attempt 1<\/strong>.*failed, retried/s);
+    expect(timeline).toMatch(/Attempt 2<\/strong>.*done/s);
+    expect(timeline.indexOf('Attempt 1')).toBeLessThan(timeline.indexOf('Attempt 2'));
+    expect(timeline).toContain('Error: flaky: failing attempt 1 of 1');
+    expect(page).toContain('0af7651916cd43dd8448eb211c80319c'); // the trace id, to search a tracing backend by
+    expect(page).toContain('&lt;b&gt;10&lt;/b&gt;'); // the progress, escaped
+    expect(page).not.toContain('<b>10</b>');
   });
 
   test('a job that does not exist is a 404 page; a bad cursor is a 400 page', async () => {

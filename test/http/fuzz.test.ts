@@ -216,6 +216,15 @@ const scheduleName = fc.oneof(
   anyString.map(segment),
 );
 
+/** The query of POST /v1/jobs: mostly none; short valid waits (no tick runs here, so a wait lasts its bound); anything. */
+const waitQuery = fc.oneof(
+  { arbitrary: fc.constant(''), weight: 8 },
+  fc.constantFrom('?wait=0', '?wait=0.001', '?wait=0.01', '?wait=0.02'),
+  fc.constantFrom('?wait=', '?wait=-1', '?wait=26', '?wait=25.0001', '?wait=1e1', '?wait=abc', '?wait=%00', '?wait=0.01&wait=0', '?wait=%ED%A0%80', '?wait=Infinity', '?wait=NaN', '?wait=0x1', '?wait=+1'),
+  anyString.map((s) => `?wait=${segment(s)}`),
+  fc.tuple(anyString, anyString).map(([k, v]) => `?${segment(k)}=${segment(v)}`),
+);
+
 interface FuzzRequest {
   method: string;
   path: string;
@@ -228,7 +237,7 @@ interface FuzzRequest {
 const request: fc.Arbitrary<FuzzRequest> = fc
   .tuple(
     fc.oneof(
-      { arbitrary: bodyFor(enqueueInput).map((body) => ['POST', '/v1/jobs', body] as const), weight: 4 },
+      { arbitrary: fc.tuple(bodyFor(enqueueInput), waitQuery).map(([body, query]) => ['POST', `/v1/jobs${query}`, body] as const), weight: 4 },
       { arbitrary: bodyFor(batch).map((body) => ['POST', '/v1/jobs/batch', body] as const), weight: 3 },
       fc.tuple(jobId, fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/cancel`, body] as const),
       fc.tuple(jobId, fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/retry`, body] as const),
@@ -259,7 +268,7 @@ test(`${RUNS} random and malformed requests to the mutating routes: no 5xx, and 
       const before = await snapshot();
       const res = await t.app.request(toRequest(r));
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-      const route = `${r.method} ${r.path.replace(/^\/v1\/jobs\/[^/]*\//, '/v1/jobs/:id/').replace(/^\/v1\/schedules\/.*/, '/v1/schedules/:name')}`;
+      const route = `${r.method} ${r.path.replace(/\?(wait=)?.*$/, (_, wait) => (wait ? '?wait' : '')).replace(/^\/v1\/jobs\/[^/]*\//, '/v1/jobs/:id/').replace(/^\/v1\/schedules\/.*/, '/v1/schedules/:name')}`;
       const tally = byRoute.get(route) ?? {};
       tally[res.status] = (tally[res.status] ?? 0) + 1;
       byRoute.set(route, tally);
@@ -284,5 +293,9 @@ test(`${RUNS} random and malformed requests to the mutating routes: no 5xx, and 
     const tally = byRoute.get(route) ?? {};
     expect(Object.entries(tally).some(([status, n]) => Number(status) < 300 && n > 0), `${route}: ${JSON.stringify(tally)}`).toBe(true);
   }
+  // ?wait= reached both its wait (202: no tick runs the jobs here) and its validation.
+  const waits = byRoute.get('POST /v1/jobs?wait') ?? {};
+  expect(waits[202] ?? 0, JSON.stringify(waits)).toBeGreaterThan(0);
+  expect(waits[400] ?? 0, JSON.stringify(waits)).toBeGreaterThan(0);
   console.log(`fuzz: ${RUNS} requests`, Object.fromEntries([...byRoute].sort()));
 });

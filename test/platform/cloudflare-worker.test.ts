@@ -4,7 +4,7 @@
  * `npm start` runs it. `scheduled` is fired through wrangler's /__scheduled.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -59,6 +59,15 @@ describe('the Worker in workerd', () => {
     const { job: created } = (await response.json()) as { job: { id: string } };
     const row = await waitForStatus(created.id, 'DONE', 5_000);
     expect(row).toMatchObject({ status: 'DONE', attempts: 1, result: { message: 'from workerd' } });
+  });
+
+  test('fetch: POST /v1/jobs?wait= answers with the finished job; the traceparent header is kept (no @opentelemetry/api in the bundle: its lazy import fails quietly)', async () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const response = await api('/v1/jobs?wait=10', { method: 'POST', headers: { traceparent }, body: JSON.stringify({ task: 'echo', payload: { message: 'waited' } }) });
+    expect(response.status).toBe(200);
+    const { job } = (await response.json()) as { job: any };
+    expect(job).toMatchObject({ status: 'DONE', result: { message: 'waited' }, traceparent });
+    expect(job.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'done', traceparent: null })]);
   });
 
   test('fetch: requests without the token are refused', async () => {
@@ -117,6 +126,8 @@ describe('wrangler deploy --dry-run', () => {
       console.log(`[bundle] ${/Total Upload: .*/.exec(stdout)?.[0] ?? ''} (worker.js ${Math.round(size / 1024)} KiB)`);
       expect(stdout).toContain('--dry-run: exiting now');
       expect(size).toBeGreaterThan(0);
+      // @opentelemetry/api (an optional peer) is not bundled: it is imported lazily, or passed in.
+      expect(await readFile(join(outdir, 'worker.js'), 'utf8')).not.toContain('opentelemetry.js.api');
     } finally {
       await rm(outdir, { recursive: true, force: true });
     }

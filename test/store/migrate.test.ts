@@ -65,3 +65,16 @@ test('a migration that fails on duplicate data (a unique index) fails migrate, a
   expect(await db.sql.query(statement(`SELECT id FROM skiplock.migration WHERE id = 9001`))).toEqual([]);
   expect(await db.sql.query(statement(`SELECT to_regclass('skiplock.dup_test') AS t`))).toEqual([{ t: null }]);
 });
+
+test('numbers may have gaps, and a lower number merged after a higher one was applied is still applied', async () => {
+  const fresh = await createTestDb({ migrated: false });
+  try {
+    const m = (id: number) => ({ id, name: `${String(id).padStart(3, '0')}_t${id}.sql`, sql: `CREATE TABLE gap_${id} (x int)` });
+    expect(await migrate(fresh.sql, [m(1), m(9)])).toEqual({ applied: [1, 9], alreadyApplied: [] });
+    expect(await migrate(fresh.sql, [m(1), m(6), m(9)])).toEqual({ applied: [6], alreadyApplied: [1, 9] });
+    const rows = await fresh.sql.query(statement(`SELECT id FROM skiplock.migration ORDER BY id`));
+    expect(rows.map((r) => Number(r.id))).toEqual([1, 6, 9]);
+  } finally {
+    await fresh.drop();
+  }
+});

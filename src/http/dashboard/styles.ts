@@ -102,6 +102,15 @@ dl.facts { display: grid; grid-template-columns: 150px 1fr; gap: 8px 16px; margi
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 pre.code { background: #f6f7f9; border: 1px solid var(--border); border-radius: 8px; padding: 12px 14px; margin: 0; overflow: auto; max-height: 420px; white-space: pre-wrap; overflow-wrap: anywhere; }
+ol.timeline { list-style: none; margin: 0; padding: 0; }
+ol.timeline li.attempt { padding: 10px 0 10px 14px; border-left: 3px solid var(--border); margin-left: 4px; }
+ol.timeline li.attempt + li.attempt { margin-top: 6px; }
+ol.timeline .attempt-head { display: flex; gap: 8px; align-items: baseline; flex-wrap: wrap; }
+ol.timeline .attempt-fact { margin-top: 6px; font-size: 13px; overflow-wrap: anywhere; }
+ol.timeline pre.code { margin-top: 8px; max-height: 160px; }
+li.tone-line-ok { border-left-color: var(--done); } li.tone-line-warn { border-left-color: var(--warn); }
+li.tone-line-bad { border-left-color: var(--dead); } li.tone-line-muted { border-left-color: var(--cancelled); }
+li.tone-line-running { border-left-color: var(--running); border-left-style: dashed; }
 pre.code.error { background: #fff6f6; border-color: #f3c4c4; color: #7f1717; }
 .title-row { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; margin-bottom: 4px; }
 .title-row h1 { margin: 0; }

@@ -2,15 +2,18 @@
 import { createRoute } from '@hono/zod-openapi';
 import { SkiplockError } from '../../core/errors.ts';
 import { refuseUnfittableTimeouts } from '../../runtime/enqueue.ts';
+import { isTraceparent } from '../../runtime/tracing.ts';
+import { waitForJob } from '../../runtime/wait-for-job.ts';
 import { jobToJson } from '../../store/rows.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
 import {
   bearerSecurity,
   EnqueueBatchInput,
+  EnqueueHeaders,
   EnqueueInput,
+  EnqueueQuery,
   errorResponses,
-  IdempotencyHeader,
   JobEnvelope,
   JobIdParam,
   JobList,
@@ -19,23 +22,26 @@ import {
   ListJobsQuery,
   RetryDeadInput,
   RetryDeadResult,
+  TraceparentHeader,
 } from '../schemas.ts';
 
 const enqueueRoute = createRoute({
   method: 'post',
   path: '/v1/jobs',
-  summary: 'Enqueue one job',
+  summary: 'Enqueue one job (and, with ?wait=, wait for its result)',
   description: 'On a deployment that knows its longest tick (AppOptions.maxJobTimeoutMs), a job whose timeoutMs (given, or the task’s) is longer is refused with 400 invalid_request: no tick there could ever claim it.',
   tags: ['jobs'],
   security: bearerSecurity,
   middleware: [jsonBody] as const,
   request: {
-    headers: IdempotencyHeader,
+    headers: EnqueueHeaders,
+    query: EnqueueQuery,
     body: { required: true, content: { 'application/json': { schema: EnqueueInput } } },
   },
   responses: {
     201: jsonContent(JobEnvelope, 'Enqueued'),
-    200: jsonContent(JobEnvelope, 'Replay: a job with this idempotency key exists; it is returned unchanged'),
+    200: jsonContent(JobEnvelope, 'Replay: a job with this idempotency key exists; it is returned unchanged. With ?wait=: the job finished (DONE, DEAD or CANCELLED)'),
+    202: jsonContent(JobEnvelope, 'With ?wait=: the job still runs (or waits) after the wait; poll GET /v1/jobs/{id}'),
     ...errorResponses(400, 401, 413),
   },
 });
@@ -47,7 +53,7 @@ const enqueueBatchRoute = createRoute({
   tags: ['jobs'],
   security: bearerSecurity,
   middleware: [jsonBody] as const,
-  request: { body: { required: true, content: { 'application/json': { schema: EnqueueBatchInput } } } },
+  request: { headers: TraceparentHeader, body: { required: true, content: { 'application/json': { schema: EnqueueBatchInput } } } },
   responses: {
     201: jsonContent(JobList, 'Every job, in input order (an idempotency-key replay returns the original job)'),
     ...errorResponses(400, 401, 413),
@@ -120,22 +126,30 @@ export function registerJobRoutes(app: App, deps: RouteDeps): void {
   };
 
   app.openapi(enqueueRoute, async (c) => {
+    const started = performance.now();
     const input = c.req.valid('json');
+    const { wait } = c.req.valid('query');
     const headerKey = c.req.valid('header')['idempotency-key'];
+    const traceparent = input.traceparent ?? validTraceparent(c.req.valid('header').traceparent);
     if (headerKey !== undefined && input.idempotencyKey !== undefined && headerKey !== input.idempotencyKey)
       throw new SkiplockError('invalid_request', 'the Idempotency-Key header and the idempotencyKey field differ', [
         { path: ['idempotencyKey'], message: 'differs from the Idempotency-Key header' },
       ]);
     refuseUnfittable([input], false);
-    const { job, created } = await skiplock.enqueueWithResult({ ...input, idempotencyKey: input.idempotencyKey ?? headerKey });
-    if (created) deps.startWork(c);
-    return created ? c.json({ job: jobToJson(job) }, 201) : c.json({ job: jobToJson(job) }, 200);
+    const { job, created } = await skiplock.enqueueWithResult({ ...input, idempotencyKey: input.idempotencyKey ?? headerKey, traceparent });
+    if (created || (wait !== undefined && job.status === 'QUEUED')) deps.startWork(c);
+    if (wait === undefined) return created ? c.json({ job: jobToJson(job) }, 201) : c.json({ job: jobToJson(job) }, 200);
+    // The bound counts from the request's start; the job's own tick runs meanwhile (startWork).
+    const boundMs = Math.max(0, Math.min(Number(wait) * 1000, deps.maxWaitMs) - (performance.now() - started));
+    const waited = await waitForJob(job, boundMs, { read: () => skiplock.getJob(job.id) });
+    return waited.finished ? c.json({ job: jobToJson(waited.job) }, 200) : c.json({ job: jobToJson(waited.job) }, 202);
   });
 
   app.openapi(enqueueBatchRoute, async (c) => {
     const { jobs } = c.req.valid('json');
     refuseUnfittable(jobs, true);
-    const results = await skiplock.enqueueBatch(jobs);
+    const traceparent = validTraceparent(c.req.valid('header').traceparent);
+    const results = await skiplock.enqueueBatch(traceparent ? jobs.map((job) => ({ traceparent, ...job })) : jobs);
     if (results.some((r) => r.created)) deps.startWork(c);
     return c.json({ jobs: results.map((r) => jobToJson(r.job)) }, 201);
   });
@@ -168,4 +182,10 @@ export function registerJobRoutes(app: App, deps: RouteDeps): void {
     deps.startWork(c);
     return c.json({ job: jobToJson(job) }, 200);
   });
+}
+
+/** A traceparent header as W3C Trace Context reads it: a malformed one is ignored, not refused. */
+function validTraceparent(header: string | undefined): string | undefined {
+  const value = header?.trim().toLowerCase();
+  return value && isTraceparent(value) ? value : undefined;
 }

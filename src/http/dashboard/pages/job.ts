@@ -5,6 +5,7 @@ import type { Job } from '../../../core/types.ts';
 import { formatDuration, formatTime, jsonBlock, relativeTime, statusBadge, type Html } from '../format.ts';
 import { noticeOf } from '../notice.ts';
 import { isRetrying } from './jobs.ts';
+import { attemptTimeline, observabilityFacts } from './job-timeline.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 
 export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest): Promise<PageResult> {
@@ -28,6 +29,7 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
     <dt>Priority</dt><dd>${job.priority}</dd>
     <dt>Timeout</dt><dd>${formatDuration(job.timeoutMs)}</dd>
     <dt>Idempotency key</dt><dd>${job.idempotencyKey ?? html`<span class="muted">—</span>`}</dd>
+    ${observabilityFacts(job)}
     ${lease(job, now)}
   </dl></section>
   <section class="card"><h2>Timings</h2><dl class="facts">
@@ -38,6 +40,7 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
     ${job.finishedAt ? html`<dt>Created → finished</dt><dd>${formatDuration(job.finishedAt.getTime() - job.createdAt.getTime())} <span class="muted">(waiting and every attempt)</span></dd>` : ''}
   </dl></section>
 </div>
+${attemptTimeline(job, now)}
 <div class="grid2">
   <section class="card"><h2>Payload</h2>${jsonBlock(job.payload)}</section>
   <section class="card"><h2>Result</h2>${job.status === 'DONE' ? jsonBlock(job.result) : html`<p class="muted">Only a DONE job has a result.</p>`}</section>

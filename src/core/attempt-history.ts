@@ -1,0 +1,57 @@
+/**
+ * One attempt of a job, as the job's history keeps it (written in SQL by src/store/history.ts,
+ * by the same statement that writes the attempt's outcome; the last 20 are kept, oldest first).
+ */
+
+/** How an attempt ended. `lease-lost`: its worker stopped renewing the lease and the reaper took the job back. */
+export type AttemptOutcome = 'done' | 'retry' | 'dead' | 'released' | 'lease-lost' | 'cancelled';
+
+export const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ['done', 'retry', 'dead', 'released', 'lease-lost', 'cancelled'];
+
+export interface AttemptRecord {
+  /** 1 for the first run; a release gives its number back, so the next attempt has it again. */
+  attempt: number;
+  /** When the attempt was claimed (database clock); null for attempts claimed before history existed. */
+  startedAt: Date | null;
+  /** When its outcome was written (database clock). */
+  endedAt: Date;
+  /** endedAt − startedAt; null when startedAt is. */
+  durationMs: number | null;
+  outcome: AttemptOutcome;
+  /** The error, one line, its stack cut off; null for `done`. */
+  error: string | null;
+  /** The worker that ran it (locked_by). */
+  worker: string | null;
+  /** What the handler last reported with ctx.progress during this attempt; null when nothing. */
+  progress: unknown;
+  /** The W3C traceparent of this attempt's span; null without tracing (or when the reaper wrote it). */
+  traceparent: string | null;
+}
+
+/** The history as the database returns it (jsonb parsed by the driver) into records; anything unexpected is skipped. */
+export function parseAttemptHistory(value: unknown): AttemptRecord[] {
+  if (!Array.isArray(value)) return [];
+  const records: AttemptRecord[] = [];
+  for (const entry of value) {
+    if (typeof entry !== 'object' || entry === null) continue;
+    const e = entry as Record<string, unknown>;
+    if (typeof e.attempt !== 'number' || typeof e.endedAt !== 'string') continue;
+    records.push({
+      attempt: e.attempt,
+      startedAt: typeof e.startedAt === 'string' ? new Date(e.startedAt) : null,
+      endedAt: new Date(e.endedAt),
+      durationMs: typeof e.durationMs === 'number' ? e.durationMs : null,
+      outcome: ATTEMPT_OUTCOMES.includes(e.outcome as AttemptOutcome) ? (e.outcome as AttemptOutcome) : 'retry',
+      error: typeof e.error === 'string' ? e.error : null,
+      worker: typeof e.worker === 'string' ? e.worker : null,
+      progress: e.progress ?? null,
+      traceparent: typeof e.traceparent === 'string' ? e.traceparent : null,
+    });
+  }
+  return records;
+}
+
+/** An attempt record in JSON: ISO times. */
+export function attemptToJson(record: AttemptRecord) {
+  return { ...record, startedAt: record.startedAt?.toISOString() ?? null, endedAt: record.endedAt.toISOString() };
+}
