@@ -39,5 +39,5 @@ test('the client loads only src/client and no package', () => {
 test('the scan sees run-time imports (it finds the server behind the app)', () => {
   const graph = runtimeImportGraph('src/http/app.ts');
   expect(graph.packages).toContain('@hono/zod-openapi');
-  expect(graph.files).toContain('src/runtime/skiplock.ts');
+  expect(graph.files).toContain('src/http/routes/jobs.ts');
 });
