@@ -5,7 +5,7 @@ import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import { insertJobs, type NewJobRow } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
-import type { Sql } from '../store/sql.ts';
+import type { Sql, Statement } from '../store/sql.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
 
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
@@ -96,17 +96,16 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
 }
 
 /**
- * Validates every input, then inserts them all in one statement (all or nothing).
- * Nothing is written unless every job is valid.
+ * Validates every input into the one INSERT statement that enqueues them all (null for none).
+ * The single validation path of enqueue, enqueueBatch and enqueueStatement.
  */
-export async function enqueueJobs(
-  sql: Sql,
+export function prepareEnqueue(
   registry: TaskRegistry,
   inputs: readonly unknown[],
   now: Clock = null,
   /** Issue paths start with ['jobs', i] for a batch (even of one job), with nothing for a single enqueue. */
   options: { batch?: boolean } = {},
-): Promise<EnqueueResult[]> {
+): { statement: Statement; rows: NewJobRow[] } | null {
   const batch = options.batch ?? inputs.length > 1;
   const rows = inputs.map((input, i) => prepare(registry, input, batch ? ['jobs', i] : []));
   const keys = new Set<string>();
@@ -118,9 +117,26 @@ export async function enqueueJobs(
       ]);
     keys.add(row.idempotency_key);
   }
-  if (rows.length === 0) return [];
+  if (rows.length === 0) return null;
+  return { statement: insertJobs({ jobs: rows, now }), rows };
+}
 
-  const returned = await sql.query(insertJobs({ jobs: rows, now }));
+/**
+ * Validates every input, then inserts them all in one statement (all or nothing).
+ * Nothing is written unless every job is valid.
+ */
+export async function enqueueJobs(
+  sql: Sql,
+  registry: TaskRegistry,
+  inputs: readonly unknown[],
+  now: Clock = null,
+  options: { batch?: boolean } = {},
+): Promise<EnqueueResult[]> {
+  const prepared = prepareEnqueue(registry, inputs, now, options);
+  if (!prepared) return [];
+  const { statement, rows } = prepared;
+
+  const returned = await sql.query(statement);
   // RETURNING has no guaranteed order: match keyed rows by key, the others by id (assigned in input order).
   const byKey = new Map<string, EnqueueResult>();
   const unkeyed: EnqueueResult[] = [];
