@@ -31,6 +31,7 @@ commands:
       --priority N  --max-attempts N  --timeout-ms N  --idempotency-key K
   jobs                             list jobs, newest first; prints {"jobs", "nextCursor"}
       --status S  --task T  --limit N (1-500, default 50)  --cursor C
+  dev                              local PostgreSQL + migrations + Neon proxy for your project (skiplock dev --help)
   tick                             run one tick; prints what it did
       --budget ms                  how long it may run (default 30000)
       --wait                       keep polling for due jobs until the budget ends (default: stop when idle)
@@ -64,6 +65,7 @@ const OPTIONS = {
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
 export async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'dev') return (await import('./dev/consumer-dev.ts')).runDev(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
