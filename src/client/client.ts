@@ -14,8 +14,7 @@ import type {
   ScheduleJson,
   SchedulePageJson,
   StatsJson,
-  TaskLike,
-  TaskSet,
+  TaskList,
   TickResultJson,
 } from './types.ts';
 
@@ -49,7 +48,7 @@ export interface PutScheduleResultJson {
 }
 
 /** The client of one skiplock API; every method throws a SkiplockApiError for a refusal. */
-export interface SkiplockClient<Tasks extends TaskSet = readonly TaskLike[]> {
+export interface SkiplockClient<Tasks extends TaskList = TaskList> {
   /** POST /v1/jobs: the job (the original one when its idempotency key was seen before). */
   enqueue(input: ClientEnqueueInput<Tasks>): Promise<JobJson>;
   /** POST /v1/jobs, telling a new job from an idempotency-key replay. */
@@ -86,7 +85,7 @@ type Query = Record<string, string | number | undefined>;
  * A client of the HTTP API at `url`. Typed by the tasks of the deployment it calls:
  * `createClient<typeof tasks>({ url, token })` makes a wrong task name or payload a compile-time error.
  */
-export function createClient<Tasks extends TaskSet = readonly TaskLike[]>(options: ClientOptions): SkiplockClient<Tasks> {
+export function createClient<Tasks extends TaskList = TaskList>(options: ClientOptions): SkiplockClient<Tasks> {
   const base = options.url.replace(/\/+$/, '');
   const send = options.fetch ?? ((request: Request) => fetch(request));
 

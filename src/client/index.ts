@@ -17,9 +17,10 @@ export type {
   ScheduleJson,
   SchedulePageJson,
   StatsJson,
-  TaskLike,
+  AnyTask,
+  EnqueueInputOf,
+  TaskList,
   TaskName,
-  TaskPayloadInput,
-  TaskSet,
+  TaskPayload,
   TickResultJson,
 } from './types.ts';

@@ -3,10 +3,12 @@
  * typing of the client. Type-only: nothing here exists at run time.
  */
 import type { JobStatus } from '../core/types.ts';
-import type { EnqueueInput } from '../runtime/enqueue.ts';
 import type { ScheduleInput as LibraryScheduleInput } from '../runtime/schedule-definition.ts';
+import type { AnyTask, EnqueueInputOf, TaskList } from '../runtime/task-types.ts';
+import type { z } from 'zod';
 
 export type { JobStatus };
+export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskName, TaskPayload } from '../runtime/task-types.ts';
 
 /** A job as the API sends it: ids are strings, instants ISO-8601 strings in UTC. */
 export interface JobJson<Payload = unknown> {
@@ -103,38 +105,15 @@ export interface ListSchedulesQuery {
   prefix?: string;
 }
 
-// ---- task typing
+// ---- task typing (the library's own: src/runtime/task-types.ts)
 
-/** Anything with a task's name and payload schema: what `defineTask` returns. */
-export interface TaskLike {
-  readonly name: string;
-  readonly payload: unknown;
-}
+/** One job to enqueue: a task of the list and a payload that fits its schema (the library's EnqueueInputOf). */
+export type ClientEnqueueInput<Tasks extends TaskList = TaskList> = EnqueueInputOf<Tasks>;
 
-/** The tasks a client is typed by: the array (or record) of tasks given to createSkiplock. */
-export type TaskSet = readonly TaskLike[] | { readonly [key: string]: TaskLike };
+type ScheduleFor<T> = T extends AnyTask
+  ? { task: T['name'] } & ({} extends z.input<T['payload']> ? { payload?: z.input<T['payload']> } : { payload: z.input<T['payload']> }) &
+      Omit<LibraryScheduleInput, 'task' | 'payload'>
+  : never;
 
-type TaskOf<Tasks extends TaskSet> = Tasks extends readonly (infer T)[] ? T : Tasks[keyof Tasks];
-
-/** The task names of a task set (`string` when the tasks do not keep their literal names). */
-export type TaskName<Tasks extends TaskSet> = TaskOf<Tasks>['name'];
-
-/** What a task's payload schema accepts (zod's input type); `unknown` for an untyped task. */
-export type TaskPayloadInput<Tasks extends TaskSet, Name extends TaskName<Tasks>> =
-  Extract<TaskOf<Tasks>, { readonly name: Name }>['payload'] extends { readonly _zod: { readonly input: infer Input } } ? Input : unknown;
-
-/** `payload` may be left out (it is `{}` then) only where the task's schema accepts `{}`. */
-type PayloadField<Payload> = {} extends Payload ? { payload?: Payload } : { payload: Payload };
-
-/** The enqueue options beside task and payload (runAt, delayMs, priority, maxAttempts, timeoutMs, idempotencyKey). */
-export type EnqueueOptions = Omit<EnqueueInput, 'task' | 'payload'>;
-
-/** One job to enqueue: a task of the set and a payload that fits its schema. */
-export type ClientEnqueueInput<Tasks extends TaskSet = readonly TaskLike[]> = {
-  [Name in TaskName<Tasks>]: { task: Name } & PayloadField<TaskPayloadInput<Tasks, Name>> & EnqueueOptions;
-}[TaskName<Tasks>];
-
-/** A dynamic schedule: its timing and options, a task of the set and a payload that fits it. */
-export type ClientScheduleInput<Tasks extends TaskSet = readonly TaskLike[]> = {
-  [Name in TaskName<Tasks>]: { task: Name } & PayloadField<TaskPayloadInput<Tasks, Name>> & Omit<LibraryScheduleInput, 'task' | 'payload'>;
-}[TaskName<Tasks>];
+/** A dynamic schedule: its timing and options, a task of the list and a payload that fits it. */
+export type ClientScheduleInput<Tasks extends TaskList = TaskList> = ScheduleFor<Tasks[number]>;

@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { onShutdownSignal } from '../platform/node/signals.ts';
 import { migrate } from '../store/migrate.ts';
-import { loadMigrations } from '../store/migrations-fs.ts';
+import { migrations } from '../store/migrations-data.ts';
 import { statement, type Sql } from '../store/sql.ts';
 import { inOwnProcessGroup } from './process-group.ts';
 
@@ -86,7 +86,7 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     const databaseUrl = pg.urlFor(DATABASE);
     const sql = createPgDriver(databaseUrl, { max: 1 });
     try {
-      const { applied } = await migrate(sql, await loadMigrations());
+      const { applied } = await migrate(sql, migrations);
       if (applied.length > 0) console.log(`[skiplock dev] applied migrations ${applied.join(', ')}`);
     } finally {
       await sql.close();

@@ -7,12 +7,14 @@ import { describe, expectTypeOf, test } from 'vitest';
 import { z } from 'zod';
 import { createClient, type ClientEnqueueInput, type JobJson, type ScheduleJson, type StatsJson, type TickResultJson } from '../../src/client/index.ts';
 import type { Job, Schedule, Stats, TickResult } from '../../src/http/schemas.ts';
+import { defineTask } from '../../src/runtime/task.ts';
+import { exampleTasks } from '../../src/tasks/examples.ts';
 
 const tasks = [
-  { name: 'echo', payload: z.object({ message: z.string() }) },
-  { name: 'resize', payload: z.object({ url: z.string().url(), width: z.number().int().default(800) }) },
-  { name: 'cleanup', payload: z.object({}) },
-] as const;
+  defineTask({ name: 'echo', payload: z.object({ message: z.string() }), handler: ({ message }) => message }),
+  defineTask({ name: 'resize', payload: z.object({ url: z.string().url(), width: z.number().int().default(800) }), handler: () => {} }),
+  defineTask({ name: 'cleanup', payload: z.object({}), handler: () => {} }),
+];
 
 /** Never called: it only has to compile. */
 function typedCalls(client: ReturnType<typeof createClient<typeof tasks>>) {
@@ -52,9 +54,8 @@ describe('types', () => {
     expectTypeOf(client.enqueue).parameter(0).toMatchTypeOf<{ task: string; payload?: unknown }>();
   });
 
-  test('a task set given as a record works too', () => {
-    const byName = { echo: tasks[0], cleanup: tasks[2] };
-    expectTypeOf<ClientEnqueueInput<typeof byName>['task']>().toEqualTypeOf<'echo' | 'cleanup'>();
+  test('typed by the same array the deployment registers (the bundled examples)', () => {
+    expectTypeOf<ClientEnqueueInput<typeof exampleTasks>['task']>().toEqualTypeOf<'echo' | 'sleep' | 'flaky' | 'poison'>();
   });
 
   test('the JSON types are what the API documents (src/http/schemas.ts)', () => {

@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { neon, neonConfig } from '@neondatabase/serverless';
 import { afterAll, expect, test } from 'vitest';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
-import { loadMigrations } from '../../src/store/migrations-fs.ts';
+import { migrations } from '../../src/store/migrations-data.ts';
 import { statement } from '../../src/store/sql.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -76,7 +76,7 @@ test('skiplock dev: PostgreSQL migrated, the Neon proxy, the variables; SIGINT s
   const sql = createPgDriver(dev.variables.DATABASE_URL!, { max: 1 });
   try {
     const applied = await sql.query<{ id: number }>(statement('SELECT id FROM skiplock.migration ORDER BY id'));
-    expect(applied.map((r) => r.id)).toEqual((await loadMigrations()).map((m) => m.id));
+    expect(applied.map((r) => r.id)).toEqual(migrations.map((m) => m.id));
   } finally {
     await sql.close();
   }
