@@ -1,7 +1,10 @@
-#!/usr/bin/env -S node --experimental-strip-types --disable-warning=ExperimentalWarning
+#!/usr/bin/env node
 /**
- * The skiplock CLI, for scripts and deploy pipelines. It talks to DATABASE_URL with the pg
- * driver, over the same core as the HTTP API, and prints JSON on stdout.
+ * The skiplock CLI (`npx skiplock`, the package's bin), for scripts and deploy pipelines. It talks
+ * to DATABASE_URL with the pg driver, over the same core as the HTTP API, and prints JSON on
+ * stdout. `migrate` applies the migrations this package ships (as data: no file lookup). It
+ * registers no tasks by itself: `--tasks <module>` names yours (enqueue validates against them);
+ * a project passes its own to `main(argv, { tasks })` (this repository: src/app/cli.ts).
  *
  *   skiplock migrate
  *   skiplock enqueue <task> [payload-json] [--run-at ISO | --delay-ms N] [--priority N] [--idempotency-key K]
@@ -18,8 +21,6 @@ import type { EnqueueInput } from './runtime/enqueue.ts';
 import { createSkiplock, type Skiplock } from './runtime/skiplock.ts';
 import type { Task } from './runtime/task.ts';
 import { createPgDriver } from './store/drivers/pg.ts';
-import { loadMigrations } from './store/migrations-fs.ts';
-import * as project from './tasks/index.ts';
 import { jobToJson } from './store/rows.ts';
 
 const USAGE = `usage: skiplock <command> [options]
@@ -64,7 +65,12 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
-export async function main(argv: readonly string[]): Promise<number> {
+export interface CliOptions {
+  /** Tasks registered before those of --tasks (which win by name). Default none. */
+  tasks?: readonly Task[];
+}
+
+export async function main(argv: readonly string[], options: CliOptions = {}): Promise<number> {
   if (argv[0] === 'dev') return (await import('./dev/consumer-dev.ts')).runDev(argv.slice(1));
   let parsed;
   try {
@@ -84,7 +90,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   const sql = createPgDriver(url, { max: 2 });
   try {
-    const skiplock = createSkiplock({ sql, tasks: await loadTasks(values.tasks) });
+    const skiplock = createSkiplock({ sql, tasks: await loadTasks(options.tasks ?? [], values.tasks) });
     const output = await run(skiplock, command, rest, values);
     process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
     return 0;
@@ -104,7 +110,7 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
   switch (command) {
     case 'migrate': {
       expectArgs(args, 0);
-      return skiplock.migrate(await loadMigrations());
+      return skiplock.migrate();
     }
     case 'enqueue': {
       if (args.length < 1 || args.length > 2) throw new UsageError('enqueue takes <task> and an optional payload (JSON)');
@@ -152,14 +158,14 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
   }
 }
 
-/** The project's tasks (src/tasks/index.ts), plus those of --tasks; the latter win by name. */
-async function loadTasks(modulePath: string | undefined): Promise<readonly Task[]> {
-  if (modulePath === undefined) return project.tasks;
+/** The given tasks, plus those of --tasks; the latter win by name. */
+async function loadTasks(given: readonly Task[], modulePath: string | undefined): Promise<readonly Task[]> {
+  if (modulePath === undefined) return given;
   const module = (await import(pathToFileURL(resolve(modulePath)).href)) as { tasks?: unknown; default?: unknown };
   const own = module.tasks ?? module.default;
   if (!Array.isArray(own)) throw new UsageError(`${modulePath} must export an array of tasks as \`tasks\` or as its default export`);
   const names = new Set((own as Task[]).map((task) => task.name));
-  return [...project.tasks.filter((task) => !names.has(task.name)), ...(own as Task[])];
+  return [...given.filter((task) => !names.has(task.name)), ...(own as Task[])];
 }
 
 function expectArgs(args: readonly string[], n: number): void {
