@@ -22,6 +22,7 @@ import { createSkiplock, type Skiplock } from './runtime/skiplock.ts';
 import type { Task } from './runtime/task.ts';
 import { createPgDriver } from './store/drivers/pg.ts';
 import { jobToJson } from './store/rows.ts';
+import { migrations } from './store/migrations-data.ts';
 
 const USAGE = `usage: skiplock <command> [options]
 
@@ -110,7 +111,7 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
   switch (command) {
     case 'migrate': {
       expectArgs(args, 0);
-      return skiplock.migrate();
+      return skiplock.migrate(migrations);
     }
     case 'enqueue': {
       if (args.length < 1 || args.length > 2) throw new UsageError('enqueue takes <task> and an optional payload (JSON)');

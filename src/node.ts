@@ -5,7 +5,7 @@
  *   import { createPgDriver } from 'skiplock/pg';
  *   import { onShutdownSignal, startNodeRunner } from 'skiplock/node';
  *   const skiplock = createSkiplock({ sql: createPgDriver(process.env.DATABASE_URL!), tasks, schedules });
- *   await skiplock.migrate();
+ *   await skiplock.migrate(migrations);          // import { migrations } from 'skiplock/migrations'
  *   const runner = await startNodeRunner({ skiplock, apiToken: process.env.API_TOKEN!, port: 8787 });
  *   onShutdownSignal(() => runner.stop());
  */

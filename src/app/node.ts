@@ -5,6 +5,7 @@
  * rest go back to the queue). Runs the tasks and schedules of src/tasks/index.ts.
  */
 import { createSkiplock } from '../index.ts';
+import { migrations } from '../migrations.ts';
 import { intFromEnv, onShutdownSignal, startNodeRunner, tickOptionsFromEnv } from '../node.ts';
 import { createPgDriver } from '../pg.ts';
 import { schedules, tasks } from '../tasks/index.ts';
@@ -15,7 +16,7 @@ if (!env.API_TOKEN) throw new Error('API_TOKEN is not set');
 
 const sql = createPgDriver(env.DATABASE_URL);
 const skiplock = createSkiplock({ sql, tasks, schedules });
-await skiplock.migrate();
+await skiplock.migrate(migrations);
 // TICK_BUDGET_MS is the budget of /v1/tick and of an enqueue's tick; the loop's ticks run until idle.
 const tick = tickOptionsFromEnv(env, { budgetMs: 30_000, pollIntervalMs: 1_000 });
 const runner = await startNodeRunner({

@@ -11,7 +11,6 @@ import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
 import { msUntilNextWork } from '../store/wakeup.ts';
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
 import { mapJob } from '../store/rows.ts';
-import { migrations as packagedMigrations } from '../store/migrations-data.ts';
 import type { Sql, Statement } from '../store/sql.ts';
 import { createAdminOperations, isJobId, type AdminOperations } from './admin.ts';
 import { enqueueJobs, prepareEnqueue, type EnqueueInput, type EnqueueResult } from './enqueue.ts';
@@ -34,12 +33,14 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
    */
   tasks: Tasks;
   /**
-   * Applies the packaged migrations before the first statement this instance runs (once per
-   * instance; concurrent instances serialize on an advisory lock, as `migrate()` does). Costs two
-   * round trips on a cold start once the schema is current. Default false: run `skiplock migrate`
-   * (or `skiplock.migrate()`) from a deploy step instead.
+   * Opt-in: applies these migrations before the first statement this instance runs — pass the
+   * packaged ones, `import { migrations } from 'skiplock/migrations'`. Once per instance;
+   * concurrent instances serialize on an advisory lock, as `migrate()` does. Costs two round trips
+   * on a cold start once the schema is current. (Data, not `true`, so that a bundle that does not
+   * use it carries no SQL: 3.7 KiB gzipped.) Default: none — run `npx skiplock migrate` or
+   * `skiplock.migrate(migrations)` from a deploy step instead.
    */
-  autoMigrate?: boolean;
+  autoMigrate?: readonly Migration[];
   /**
    * Static schedules (defineSchedule), fired by every tick. Each must name a task above; its
    * payload is checked against that task now (TypeError when it does not fit). Default none.
@@ -114,16 +115,17 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
   prune(options?: RetentionOptions): Promise<number>;
   getJob(id: string): Promise<Job | undefined>;
   /**
-   * Applies pending migrations: by default the ones this package ships (`skiplock/migrations`).
-   * Safe to run from several places at once (an advisory lock serializes them).
+   * Applies pending migrations: `skiplock.migrate(migrations)` with the ones this package ships
+   * (`import { migrations } from 'skiplock/migrations'`). Safe to run from several places at once
+   * (an advisory lock serializes them).
    */
-  migrate(migrations?: readonly Migration[]): Promise<MigrateResult>;
+  migrate(migrations: readonly Migration[]): Promise<MigrateResult>;
   /** What every tick of this isolate did so far, for /metrics (in memory; zero at start). */
   tickTotals(): TickTotals;
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
-  const sql = config.autoMigrate ? migratingFirst(config.sql) : config.sql;
+  const sql = config.autoMigrate ? migratingFirst(config.sql, config.autoMigrate) : config.sql;
   const registry = createRegistry(config.tasks);
   const now = (): Clock => config.now?.() ?? null;
   const log = config.log ?? consoleLog;
@@ -184,7 +186,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
       return row ? mapJob(row) : undefined;
     },
     enqueueStatement: (input) => prepareEnqueue(registry, [input], now())!.statement,
-    migrate: (migrations = packagedMigrations) => migrate(config.sql, migrations),
+    migrate: (migrations) => migrate(config.sql, migrations),
     tickTotals: tickMetrics.totals,
     ...createAdminOperations(sql, now),
     ...schedules,
@@ -192,13 +194,13 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
 }
 
 /**
- * The Sql port, with the packaged migrations applied before its first statement (autoMigrate).
+ * The Sql port, with the migrations applied before its first statement (autoMigrate).
  * One attempt at a time per instance; a failed attempt is retried by the next statement.
  */
-function migratingFirst(sql: Sql): Sql {
+function migratingFirst(sql: Sql, migrations: readonly Migration[]): Sql {
   let ready: Promise<unknown> | undefined;
   const migrated = () => {
-    ready ??= migrate(sql, packagedMigrations).catch((error: unknown) => {
+    ready ??= migrate(sql, migrations).catch((error: unknown) => {
       ready = undefined;
       throw error;
     });
