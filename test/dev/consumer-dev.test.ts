@@ -5,6 +5,8 @@
  * reuses the data in .skiplock/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -31,16 +33,22 @@ interface Dev {
   exited: Promise<number | null>;
 }
 
-async function startDev(cwd: string): Promise<Dev> {
-  const child = spawn(NODE, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', join(ROOT, 'src/cli.ts'), 'dev', '--pg-port', '0', '--proxy-port', '0'], {
+function spawnDev(cwd: string, args: string[]): ChildProcess {
+  const child = spawn(NODE, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', join(ROOT, 'src/cli.ts'), 'dev', ...args], {
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
+  child.on('exit', () => children.delete(child));
+  return child;
+}
+
+async function startDev(cwd: string): Promise<Dev> {
+  const child = spawnDev(cwd, ['--pg-port', '0', '--proxy-port', '0']);
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<number | null>((done) => child.on('exit', (code) => (children.delete(child), done(code))));
+  const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
   const deadline = Date.now() + 45_000;
   while (!/NEON_WS_PROXY=\S+/.test(output)) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`skiplock dev did not get ready:\n${output}`);
@@ -98,4 +106,26 @@ test('skiplock dev: PostgreSQL migrated, the Neon proxy, the variables; SIGINT s
   expect(again.output()).not.toContain('applied migrations');
   again.child.kill('SIGINT');
   expect(await again.exited).toBe(0);
+});
+
+test('a start that fails stops what it started and exits 1 (it does not hang)', async () => {
+  const busy = createServer();
+  await new Promise<void>((done) => busy.listen(0, '127.0.0.1', done));
+  const { port } = busy.address() as AddressInfo;
+  try {
+    const child = spawnDev(project, ['--pg-port', '0', '--proxy-port', String(port)]);
+    let output = '';
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    const code = await new Promise<number | null>((done) => {
+      const timer = setTimeout(() => done(-1), 30_000);
+      child.on('exit', (exitCode) => (clearTimeout(timer), done(exitCode)));
+    });
+    expect(output).toContain('[skiplock dev] failed:');
+    expect(code).toBe(1);
+    // PostgreSQL had started (before the proxy) and was stopped cleanly: it removes its postmaster.pid.
+    expect(existsSync(join(project, '.skiplock/postgres/PG_VERSION'))).toBe(true);
+    expect(existsSync(join(project, '.skiplock/postgres/postmaster.pid'))).toBe(false);
+  } finally {
+    busy.close();
+  }
 });
