@@ -2,7 +2,7 @@
 import { createWorker, type Env as SkiplockEnv } from 'skiplock/cloudflare';
 import { schedules, tasks } from './tasks';
 
-const queue = createWorker({ tasks, schedules, basePath: '/skiplock', autoMigrate: true });
+const queue = createWorker({ tasks, schedules, basePath: '/skiplock' });
 
 export default {
   async fetch(request: Request, env: SkiplockEnv, ctx: ExecutionContext): Promise<Response> {
