@@ -68,13 +68,8 @@ export function asSubApp(app: App): Hono {
 async function forward(app: App, request: Request, url: URL, prefix: string, args: FetchArgs): Promise<Response> {
   const inner = new URL(url);
   inner.pathname = url.pathname.slice(prefix.length) || '/';
-  const hasBody = request.method !== 'GET' && request.method !== 'HEAD';
-  const forwarded = new Request(inner, {
-    method: request.method,
-    headers: request.headers,
-    body: hasBody ? await request.arrayBuffer() : null,
-    signal: request.signal,
-  });
+  // The same request at the inner URL, its body still a stream: the app authenticates before it reads any.
+  const forwarded = new Request(inner, request);
   return withPrefix(await app.fetch(forwarded, ...(args as [never, never])), prefix);
 }
 
