@@ -17,7 +17,7 @@ export const dailyReport = defineTask({
 
 export const tasks = [sendWelcome, dailyReport];
 
-/** Served at /api/skiplock/* (app/api/skiplock/[...path]/route.ts); vercel.json's cron calls /api/skiplock/v1/tick. */
+/** Served at /api/skiplock/* (app/api/skiplock/[[...path]]/route.ts); vercel.json's cron calls /api/skiplock/v1/tick. */
 export const skiplockRoutes = createNextHandlers({
   tasks,
   schedules: [defineSchedule({ name: 'daily-report', cron: '0 6 * * *', task: dailyReport })],
