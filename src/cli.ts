@@ -20,7 +20,6 @@ import { JOB_STATUSES, type JobStatus } from './core/types.ts';
 import type { EnqueueInput } from './runtime/enqueue.ts';
 import { createSkiplock, type Skiplock } from './runtime/skiplock.ts';
 import type { Task } from './runtime/task.ts';
-import { createPgDriver } from './store/drivers/pg.ts';
 import { jobToJson } from './store/rows.ts';
 import { migrations } from './store/migrations-data.ts';
 
@@ -89,7 +88,16 @@ export async function main(argv: readonly string[], options: CliOptions = {}): P
   const url = process.env.DATABASE_URL;
   if (!url) return usage('DATABASE_URL is not set');
 
-  const sql = createPgDriver(url, { max: 2 });
+  // pg is an optional peer (a Worker project has none): loaded here, so that --help and `dev` work without it.
+  const pgDriver = await import('./store/drivers/pg.ts').catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String(error).includes("'pg'")) return undefined;
+    throw error;
+  });
+  if (!pgDriver) {
+    process.stderr.write('skiplock: this command needs the pg package: npm install pg\n');
+    return 1;
+  }
+  const sql = pgDriver.createPgDriver(url, { max: 2 });
   try {
     const skiplock = createSkiplock({ sql, tasks: await loadTasks(options.tasks ?? [], values.tasks) });
     const output = await run(skiplock, command, rest, values);

@@ -5,7 +5,7 @@
  * version the example pins, so the examples' package.json files stay true.
  */
 import { execFile, type ExecFileOptions } from 'node:child_process';
-import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -73,13 +73,15 @@ interface ExampleManifest {
 }
 
 /**
- * A temporary copy of examples/<name> with its dependencies installed as described above.
+ * A temporary copy of examples/<name> with its dependencies installed as described above
+ * ('bare': a project that depends on skiplock alone, so no optional peer is installed).
  * Returns its directory.
  */
 export async function installExample(name: string, packed: PackedPackage): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), `skiplock-example-${name}-`));
   await chmod(dir, 0o755); // embedded PostgreSQL as root: the postgres user must traverse it
-  await cp(join(ROOT, 'examples', name), dir, { recursive: true, filter: (src) => !/[/\\](node_modules|dist|\.next|\.wrangler|\.skiplock)$/.test(src) });
+  if (name === 'bare') await writeFile(join(dir, 'package.json'), `${JSON.stringify({ name: 'bare', private: true, type: 'module', dependencies: { skiplock: '*' } })}\n`);
+  else await cp(join(ROOT, 'examples', name), dir, { recursive: true, filter: (src) => !/[/\\](node_modules|dist|\.next|\.wrangler|\.skiplock)$/.test(src) });
   const modules = join(dir, 'node_modules');
   await mkdir(join(modules, 'skiplock'), { recursive: true });
   await sh('tar', ['-xzf', packed.tarball, '-C', join(modules, 'skiplock'), '--strip-components=1']);
