@@ -35,7 +35,7 @@ const dirs: string[] = [];
 beforeAll(async () => {
   packed = await pack();
   dirs.push(packed.dir);
-  console.log(`[package] ${packed.manifest.name} tarball ${(packed.size / 1024).toFixed(1)} kB, ${packed.files.length} files`);
+  console.log(`[package] ${packed.manifest.name} tarball ${(packed.size / 1000).toFixed(1)} kB (${packed.size} bytes), ${packed.files.length} files`);
 }, 240_000);
 
 afterAll(async () => {
