@@ -1,7 +1,10 @@
-#!/usr/bin/env -S node --experimental-strip-types --disable-warning=ExperimentalWarning
+#!/usr/bin/env node
 /**
- * The skiplock CLI, for scripts and deploy pipelines. It talks to DATABASE_URL with the pg
- * driver, over the same core as the HTTP API, and prints JSON on stdout.
+ * The skiplock CLI (`npx skiplock`, the package's bin), for scripts and deploy pipelines. It talks
+ * to DATABASE_URL with the pg driver, over the same core as the HTTP API, and prints JSON on
+ * stdout. `migrate` applies the migrations this package ships (as data: no file lookup). It
+ * registers no tasks by itself: `--tasks <module>` names yours (enqueue validates against them);
+ * a project passes its own to `main(argv, { tasks })` (this repository: src/app/cli.ts).
  *
  *   skiplock migrate
  *   skiplock enqueue <task> [payload-json] [--run-at ISO | --delay-ms N] [--priority N] [--idempotency-key K]
@@ -18,10 +21,8 @@ import type { EnqueueInput } from './runtime/enqueue.ts';
 import { createSkiplock, type Skiplock } from './runtime/skiplock.ts';
 import type { Task } from './runtime/task.ts';
 import { databaseUrlProblem, describeConnectionError } from './store/drivers/database-url.ts';
-import { createPgDriver } from './store/drivers/pg.ts';
-import { loadMigrations } from './store/migrations-fs.ts';
-import * as project from './tasks/index.ts';
 import { jobToJson } from './store/rows.ts';
+import { migrations } from './store/migrations-data.ts';
 
 const USAGE = `usage: skiplock <command> [options]
 
@@ -32,6 +33,7 @@ commands:
       --priority N  --max-attempts N  --timeout-ms N  --idempotency-key K
   jobs                             list jobs, newest first; prints {"jobs", "nextCursor"}
       --status S  --task T  --limit N (1-500, default 50)  --cursor C
+  dev                              local PostgreSQL + migrations + Neon proxy for your project (skiplock dev --help)
   tick                             run one tick; prints what it did
       --budget ms                  how long it may run (default 30000)
       --wait                       keep polling for due jobs until the budget ends (default: stop when idle)
@@ -64,7 +66,13 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
-export async function main(argv: readonly string[]): Promise<number> {
+export interface CliOptions {
+  /** Tasks registered before those of --tasks (which win by name). Default none. */
+  tasks?: readonly Task[];
+}
+
+export async function main(argv: readonly string[], options: CliOptions = {}): Promise<number> {
+  if (argv[0] === 'dev') return (await import('./dev/consumer-dev.ts')).runDev(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
@@ -86,9 +94,18 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
 
-  const sql = createPgDriver(url, { max: 2 });
+  // pg is an optional peer (a Worker project has none): loaded here, so that --help and `dev` work without it.
+  const pgDriver = await import('./store/drivers/pg.ts').catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String(error).includes("'pg'")) return undefined;
+    throw error;
+  });
+  if (!pgDriver) {
+    process.stderr.write('skiplock: this command needs the pg package: npm install pg\n');
+    return 1;
+  }
+  const sql = pgDriver.createPgDriver(url, { max: 2 });
   try {
-    const skiplock = createSkiplock({ sql, tasks: await loadTasks(values.tasks) });
+    const skiplock = createSkiplock({ sql, tasks: await loadTasks(options.tasks ?? [], values.tasks) });
     const output = await run(skiplock, command, rest, values);
     process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
     return 0;
@@ -108,7 +125,7 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
   switch (command) {
     case 'migrate': {
       expectArgs(args, 0);
-      return skiplock.migrate(await loadMigrations());
+      return skiplock.migrate(migrations);
     }
     case 'enqueue': {
       if (args.length < 1 || args.length > 2) throw new UsageError('enqueue takes <task> and an optional payload (JSON)');
@@ -156,14 +173,14 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
   }
 }
 
-/** The project's tasks (src/tasks/index.ts), plus those of --tasks; the latter win by name. */
-async function loadTasks(modulePath: string | undefined): Promise<readonly Task[]> {
-  if (modulePath === undefined) return project.tasks;
+/** The given tasks, plus those of --tasks; the latter win by name. */
+async function loadTasks(given: readonly Task[], modulePath: string | undefined): Promise<readonly Task[]> {
+  if (modulePath === undefined) return given;
   const module = (await import(pathToFileURL(resolve(modulePath)).href)) as { tasks?: unknown; default?: unknown };
   const own = module.tasks ?? module.default;
   if (!Array.isArray(own)) throw new UsageError(`${modulePath} must export an array of tasks as \`tasks\` or as its default export`);
   const names = new Set((own as Task[]).map((task) => task.name));
-  return [...project.tasks.filter((task) => !names.has(task.name)), ...(own as Task[])];
+  return [...given.filter((task) => !names.has(task.name)), ...(own as Task[])];
 }
 
 function expectArgs(args: readonly string[], n: number): void {

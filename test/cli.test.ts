@@ -1,10 +1,15 @@
-/** The CLI as a user runs it: a child process on DATABASE_URL, JSON out, exit codes. */
+/**
+ * The CLI as a user runs it: a child process on DATABASE_URL, JSON out, exit codes. This
+ * repository's CLI (src/app/cli.ts: the package's CLI with the example tasks); the package's own
+ * (src/cli.ts, the `skiplock` bin) registers no tasks by itself.
+ */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestDb, type TestDb } from './support/db.ts';
 
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+const CLI = fileURLToPath(new URL('../src/app/cli.ts', import.meta.url));
+const PACKAGE_CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const FIXTURE_TASKS = fileURLToPath(new URL('./fixtures/cli-tasks.ts', import.meta.url));
 
 let db: TestDb;
@@ -18,11 +23,11 @@ interface Run {
   json: any;
 }
 
-function cli(args: string[], env: Record<string, string | undefined> = { DATABASE_URL: db.url }): Promise<Run> {
+function cli(args: string[], env: Record<string, string | undefined> = { DATABASE_URL: db.url }, script = CLI): Promise<Run> {
   return new Promise((resolve) => {
     const childEnv = { ...process.env, ...env };
     if (env.DATABASE_URL === undefined) delete childEnv.DATABASE_URL;
-    execFile(process.execPath, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', CLI, ...args], { env: childEnv }, (error, stdout, stderr) => {
+    execFile(process.execPath, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', script, ...args], { env: childEnv }, (error, stdout, stderr) => {
       const code = error ? Number((error as { code?: unknown }).code ?? 1) : 0;
       let json: unknown;
       try {
@@ -134,4 +139,15 @@ test('sslmode=require (as Neon writes it) prints no SECURITY WARNING; a server w
   expect(run.stderr).not.toContain('SECURITY WARNING');
   expect(run.code).toBe(1);
   expect(run.stderr.trim()).toMatch(/^skiplock: DATABASE_URL: cannot connect to PostgreSQL at 127\.0\.0\.1:\d+ \(the server does not support SSL; remove sslmode from the URL for a local server\)$/);
+});
+
+test('the package CLI knows no task until --tasks names a module', async () => {
+  const unknown = await cli(['enqueue', 'echo', '{"message":"x"}'], undefined, PACKAGE_CLI);
+  expect(unknown.code).toBe(1);
+  expect(unknown.json).toMatchObject({ error: { code: 'unknown_task' } });
+  const own = await cli(['enqueue', 'shout', '{"text":"pkg"}', '--tasks', FIXTURE_TASKS], undefined, PACKAGE_CLI);
+  expect(own.code, own.stderr).toBe(0);
+  expect(own.json).toMatchObject({ created: true, job: { task: 'shout' } });
+  const migrate = await cli(['migrate'], undefined, PACKAGE_CLI);
+  expect(migrate.json).toMatchObject({ applied: [] });
 });

@@ -12,15 +12,11 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { createSkiplock } from '../runtime/skiplock.ts';
-import { ConfigError, configErrorLine, databaseUrlFromEnv, portFromEnv } from '../platform/env-options.ts';
-import { startNodeRunner } from '../platform/node/runner.ts';
-import { onShutdownSignal } from '../platform/node/signals.ts';
-import { createPgDriver } from '../store/drivers/pg.ts';
-import { migrate } from '../store/migrate.ts';
-import { loadMigrations } from '../store/migrations-fs.ts';
-import { statement } from '../store/sql.ts';
-import type { Schedule } from '../runtime/schedule-definition.ts';
+// The public entry points only, as a user's project would (the Worker side: src/app/worker.ts).
+import { createSkiplock, type Schedule } from '../index.ts';
+import { migrate, migrations } from '../migrations.ts';
+import { ConfigError, configErrorLine, databaseUrlFromEnv, onShutdownSignal, portFromEnv, startNodeRunner } from '../node.ts';
+import { createPgDriver } from '../pg.ts';
 import { schedules, tasks } from '../tasks/index.ts';
 import { startCronDriver } from './cron-driver.ts';
 import { handleShutdownSignalsHere, startLocalPostgres } from './embedded-postgres.ts';
@@ -86,7 +82,7 @@ async function main(): Promise<Ready> {
 
   connectingTo = databaseUrl;
   const sql = await started(Promise.resolve(createPgDriver(databaseUrl, { max: 5 })), (sql) => sql.close());
-  const { applied } = await migrate(sql, await loadMigrations());
+  const { applied } = await migrate(sql, migrations);
   if (applied.length > 0) console.log(`[start] applied migrations ${applied.join(', ')}`);
 
   if (useNode) {
@@ -132,8 +128,8 @@ async function localToken(): Promise<string> {
 async function createDatabaseIfMissing(adminUrl: string, name: string): Promise<void> {
   const admin = createPgDriver(adminUrl, { max: 1 });
   try {
-    const rows = await admin.query(statement(`SELECT 1 FROM pg_database WHERE datname = $1`, [name]));
-    if (rows.length === 0) await admin.query(statement(`CREATE DATABASE ${name}`));
+    const rows = await admin.query({ text: `SELECT 1 FROM pg_database WHERE datname = $1`, values: [name] });
+    if (rows.length === 0) await admin.query({ text: `CREATE DATABASE ${name}`, values: [] });
   } finally {
     await admin.close();
   }

@@ -5,7 +5,7 @@ import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import { insertJobs, jobsByIdempotencyKey, type NewJobRow } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
-import type { Sql } from '../store/sql.ts';
+import type { Sql, Statement } from '../store/sql.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
 import { isTraceparent } from './tracing.ts';
 
@@ -128,11 +128,10 @@ export function refuseUnfittableTimeouts(
 }
 
 /**
- * Validates every input, then inserts them all in one statement (all or nothing).
- * Nothing is written unless every job is valid.
+ * Validates every input into the one INSERT statement that enqueues them all (null for none).
+ * The single validation path of enqueue, enqueueBatch and enqueueStatement.
  */
-export async function enqueueJobs(
-  sql: Sql,
+export function prepareEnqueue(
   registry: TaskRegistry,
   inputs: readonly unknown[],
   now: Clock = null,
@@ -142,7 +141,7 @@ export async function enqueueJobs(
     /** The traceparent of jobs that do not give their own (the caller's active trace context). */
     traceparent?: string | undefined;
   } = {},
-): Promise<EnqueueResult[]> {
+): { statement: Statement; rows: NewJobRow[] } | null {
   const batch = options.batch ?? inputs.length > 1;
   const rows = inputs.map((input, i) => prepare(registry, input, batch ? ['jobs', i] : [], options.traceparent));
   const keys = new Set<string>();
@@ -154,13 +153,30 @@ export async function enqueueJobs(
       ]);
     keys.add(row.idempotency_key);
   }
-  if (rows.length === 0) return [];
+  if (rows.length === 0) return null;
+  return { statement: insertJobs({ jobs: rows, now }), rows };
+}
 
-  const returned = await sql.query(insertJobs({ jobs: rows, now }));
+/**
+ * Validates every input, then inserts them all in one statement (all or nothing).
+ * Nothing is written unless every job is valid.
+ */
+export async function enqueueJobs(
+  sql: Sql,
+  registry: TaskRegistry,
+  inputs: readonly unknown[],
+  now: Clock = null,
+  options: Parameters<typeof prepareEnqueue>[3] = {},
+): Promise<EnqueueResult[]> {
+  const prepared = prepareEnqueue(registry, inputs, now, options);
+  if (!prepared) return [];
+  const { statement, rows } = prepared;
+
+  const returned = await sql.query(statement);
   // A key committed by a concurrent enqueue after the statement's snapshot is in neither half of
   // its answer (see insertJobs): read those again, now that they are committed.
   const answered = new Set(returned.map((row) => row.idempotency_key));
-  const missing = [...keys].filter((key) => !answered.has(key));
+  const missing = rows.flatMap((row) => (row.idempotency_key !== null && !answered.has(row.idempotency_key) ? [row.idempotency_key] : []));
   if (missing.length > 0) returned.push(...(await sql.query(jobsByIdempotencyKey({ keys: missing }))));
   // RETURNING has no guaranteed order: match keyed rows by key, the others by id (assigned in input order).
   const byKey = new Map<string, EnqueueResult>();

@@ -11,12 +11,13 @@ import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
 import { msUntilNextWork } from '../store/wakeup.ts';
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
 import { mapJob, toBool } from '../store/rows.ts';
-import type { Sql } from '../store/sql.ts';
+import type { Sql, Statement } from '../store/sql.ts';
 import { createAdminOperations, isJobId, type AdminOperations } from './admin.ts';
-import { enqueueJobs, type EnqueueInput, type EnqueueResult } from './enqueue.ts';
+import { enqueueJobs, prepareEnqueue, type EnqueueInput, type EnqueueResult } from './enqueue.ts';
 import type { Schedule } from './schedule-definition.ts';
 import { createScheduleOperations, msUntilFirstRun, type ScheduleOperations } from './schedules.ts';
 import { createRegistry, type Task, type TaskRegistry } from './task.ts';
+import type { EnqueueInputOf, TaskList } from './task-types.ts';
 import { consoleLog, warnOnceWith, type Logger } from './log.ts';
 import { TICK_DEFAULTS, tick, type TickOptions } from './tick.ts';
 import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
@@ -25,11 +26,23 @@ import { checkWaitMs, waitForJob, type WaitResult } from './wait-for-job.ts';
 
 export type { Logger };
 
-export interface SkiplockConfig {
+export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
   /** The database port: createPgDriver, createNeonHttpDriver or createNeonWsDriver. */
   sql: Sql;
-  /** Every task this deployment can run; enqueueing any other task is refused. */
-  tasks: readonly Task[];
+  /**
+   * Every task this deployment can run; enqueueing any other task is refused — at compile time
+   * too: enqueue's input is checked against these tasks' names and payload schemas.
+   */
+  tasks: Tasks;
+  /**
+   * Opt-in: applies these migrations before the first statement this instance runs — pass the
+   * packaged ones, `import { migrations } from 'skiplock/migrations'`. Once per instance;
+   * concurrent instances serialize on an advisory lock, as `migrate()` does. Costs two round trips
+   * on a cold start once the schema is current. (Data, not `true`, so that a bundle that does not
+   * use it carries no SQL: 3.7 KiB gzipped.) Default: none — run `npx skiplock migrate` or
+   * `skiplock.migrate(migrations)` from a deploy step instead.
+   */
+  autoMigrate?: readonly Migration[];
   /**
    * Static schedules (defineSchedule), fired by every tick. Each must name a task above; its
    * payload is checked against that task now (TypeError when it does not fit). Default none.
@@ -97,23 +110,32 @@ const PRUNE_INTERVAL_MS = 60_000;
  * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/admin.ts); putSchedule,
  * deleteSchedule, listSchedules, getSchedule, fireDueSchedules (src/runtime/schedules.ts).
  */
-export interface Skiplock extends AdminOperations, ScheduleOperations {
+export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperations, ScheduleOperations {
   readonly sql: Sql;
   readonly tasks: TaskRegistry;
   /** Validates and enqueues one job; the same idempotency key returns the original job. */
-  enqueue(input: EnqueueInput): Promise<Job>;
+  enqueue(input: EnqueueInputOf<Tasks>): Promise<Job>;
   /** Like enqueue, and also says whether the job was created or is an idempotency-key replay. */
-  enqueueWithResult(input: EnqueueInput): Promise<EnqueueResult>;
+  enqueueWithResult(input: EnqueueInputOf<Tasks>): Promise<EnqueueResult>;
   /**
    * Enqueues one job and waits for its result, polling its row (50 ms, backing off to 500 ms):
    * `finished` true with the job DONE, DEAD or CANCELLED, or false with the job as it is when
    * `timeoutMs` runs out. A replay of an idempotency key waits for the original job.
    */
-  enqueueAndWait(input: EnqueueInput, options: EnqueueAndWaitOptions): Promise<EnqueueAndWaitResult>;
+  enqueueAndWait(input: EnqueueInputOf<Tasks>, options: EnqueueAndWaitOptions): Promise<EnqueueAndWaitResult>;
   /** Waits up to `timeoutMs` for a job to finish (see enqueueAndWait); undefined when there is no such job. */
   waitForJob(id: string, options: { timeoutMs: number }): Promise<WaitResult | undefined>;
   /** Validates every job, then enqueues all or none, in one statement. */
-  enqueueBatch(inputs: readonly EnqueueInput[]): Promise<EnqueueResult[]>;
+  enqueueBatch(inputs: readonly EnqueueInputOf<Tasks>[]): Promise<EnqueueResult[]>;
+  /**
+   * The enqueue of one job as a statement `{ text, values }`, validated exactly like `enqueue`
+   * (SkiplockError when it is not valid), for the caller to run in their own transaction: the job
+   * exists if and only if that transaction commits. Same idempotency-key behaviour as enqueue (a
+   * replay inserts nothing; the statement returns the original row). It runs no tick: the job
+   * starts at the next one. Neon HTTP: `sql.transaction([..., sql.query(text, values)])`; pg or
+   * the Neon Pool: `client.query(text, values)` between BEGIN and COMMIT.
+   */
+  enqueueStatement(input: EnqueueInputOf<Tasks>): Statement;
   /** Runs one tick (see TickOptions). */
   tick(options?: TickOptions): Promise<TickResult>;
   /** Returns RUNNING jobs whose lease expired to the queue; resolves to how many. */
@@ -128,14 +150,18 @@ export interface Skiplock extends AdminOperations, ScheduleOperations {
   /** Deletes finished jobs past their retention; resolves to how many. */
   prune(options?: RetentionOptions): Promise<number>;
   getJob(id: string): Promise<Job | undefined>;
-  /** Applies pending migrations (Node: `loadMigrations()` from skiplock/migrations-fs). */
+  /**
+   * Applies pending migrations: `skiplock.migrate(migrations)` with the ones this package ships
+   * (`import { migrations } from 'skiplock/migrations'`). Safe to run from several places at once
+   * (an advisory lock serializes them).
+   */
   migrate(migrations: readonly Migration[]): Promise<MigrateResult>;
   /** What every tick of this isolate did so far, for /metrics (in memory; zero at start). */
   tickTotals(): TickTotals;
 }
 
-export function createSkiplock(config: SkiplockConfig): Skiplock {
-  const { sql } = config;
+export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
+  const sql = config.autoMigrate ? migratingFirst(config.sql, config.autoMigrate) : config.sql;
   const registry = createRegistry(config.tasks);
   const now = (): Clock => config.now?.() ?? null;
   const log = config.log ?? consoleLog;
@@ -219,9 +245,36 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
       return ms.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);
     },
     getJob: readJob,
-    migrate: (migrations) => migrate(sql, migrations),
+    enqueueStatement: (input) => prepareEnqueue(registry, [input], now())!.statement,
+    migrate: (migrations) => migrate(config.sql, migrations),
     tickTotals: tickMetrics.totals,
     ...createAdminOperations(sql, now),
     ...schedules,
+  };
+}
+
+/**
+ * The Sql port, with the migrations applied before its first statement (autoMigrate).
+ * One attempt at a time per instance; a failed attempt is retried by the next statement.
+ */
+function migratingFirst(sql: Sql, migrations: readonly Migration[]): Sql {
+  let ready: Promise<unknown> | undefined;
+  const migrated = () => {
+    ready ??= migrate(sql, migrations).catch((error: unknown) => {
+      ready = undefined;
+      throw error;
+    });
+    return ready;
+  };
+  return {
+    async query(statement) {
+      await migrated();
+      return sql.query(statement);
+    },
+    async batch(statements) {
+      await migrated();
+      return sql.batch(statements);
+    },
+    close: () => sql.close(),
   };
 }

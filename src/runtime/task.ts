@@ -44,9 +44,9 @@ export interface TaskContext<Payload = unknown> {
   setState(value: unknown): void;
 }
 
-export interface TaskDefinition<Schema extends z.ZodType = z.ZodType> {
-  /** Unique task name, stored in job.task. */
-  name: string;
+export interface TaskDefinition<Schema extends z.ZodType = z.ZodType, Name extends string = string> {
+  /** Unique task name, stored in job.task. defineTask keeps it as a literal type (typed enqueue). */
+  name: Name;
   /** zod schema of the payload: checked before enqueue writes anything, and again before a run. */
   payload: Schema;
   /** The work. Resolve with a JSON-serializable result; throw to fail (PermanentError: no retry). */
@@ -65,7 +65,12 @@ export interface TaskDefinition<Schema extends z.ZodType = z.ZodType> {
   priority?: number;
 }
 
-export type Task = TaskDefinition<z.ZodType> & {
+/**
+ * A task as defineTask returns it. The type parameters keep its name and payload schema, so that
+ * `enqueue` can be checked against the registered tasks (EnqueueInputOf in task-types.ts); plain
+ * `Task` is any task.
+ */
+export type Task<Name extends string = string, Schema extends z.ZodType = z.ZodType> = TaskDefinition<Schema, Name> & {
   timeoutMs: number;
   maxAttempts: number;
   priority: number;
@@ -74,8 +79,8 @@ export type Task = TaskDefinition<z.ZodType> & {
 export const TASK_DEFAULTS = { timeoutMs: 10_000, maxAttempts: 5, priority: 0 } as const;
 
 /** Declares a task; options are checked now, so a bad definition fails at startup. */
-export function defineTask<Schema extends z.ZodType>(definition: TaskDefinition<Schema>): Task {
-  const task = { ...TASK_DEFAULTS, ...definition } as unknown as Task;
+export function defineTask<const Name extends string, Schema extends z.ZodType>(definition: TaskDefinition<Schema, Name>): Task<Name, Schema> {
+  const task = { ...TASK_DEFAULTS, ...definition } as unknown as Task<Name, Schema>;
   if (!/^[\w.:-]{1,200}$/.test(task.name)) throw new TypeError(`task name ${JSON.stringify(task.name)} must be 1–200 of [A-Za-z0-9_.:-]`);
   if (!Number.isInteger(task.timeoutMs) || task.timeoutMs < 1) throw new TypeError(`${task.name}: timeoutMs must be a positive integer`);
   if (!Number.isInteger(task.maxAttempts) || task.maxAttempts < 1 || task.maxAttempts > 1000)

@@ -4,9 +4,7 @@
  * one behaviour.
  */
 import { z } from 'zod';
-import { PermanentError } from '../core/errors.ts';
-import { defineSchedule } from '../runtime/schedule-definition.ts';
-import { defineTask } from '../runtime/task.ts';
+import { defineSchedule, defineTask, PermanentError } from '../index.ts';
 
 /** Returns its message: the smallest job that does something. */
 export const echo = defineTask({

@@ -4,8 +4,7 @@
  * no schedules, which the deployment does). Put yours here; it is the one file to edit. The
  * examples (CONTRACT.md) are there until you remove them.
  */
-import type { Schedule } from '../runtime/schedule-definition.ts';
-import type { Task } from '../runtime/task.ts';
+import type { Schedule, Task } from '../index.ts';
 import { exampleSchedules, exampleTasks } from './examples.ts';
 
 export const tasks: readonly Task[] = [...exampleTasks];

@@ -13,7 +13,6 @@ import { fileURLToPath } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createApp } from '../../src/http/app.ts';
-import type { EnqueueInput } from '../../src/runtime/enqueue.ts';
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
 import { exampleSchedules, exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
@@ -174,7 +173,7 @@ async function seedAnHourOfWork(testDb: TestDb): Promise<void> {
   for (let minute = 58; minute >= 1; minute--) {
     clock = new Date(start - minute * 60_000 + 5_000);
     const wave = 4 + Math.round(3 * Math.sin(minute / 6)) + (minute % 7);
-    const jobs: EnqueueInput[] = Array.from({ length: wave }, (_, i) => ({ task: 'echo', payload: { message: `order ${minute}-${i}` } }));
+    const jobs: Parameters<typeof past.enqueueBatch>[0][number][] = Array.from({ length: wave }, (_, i) => ({ task: 'echo', payload: { message: `order ${minute}-${i}` } }));
     if (minute % 11 === 3) jobs.push({ task: 'poison', payload: {} });
     // Fails every attempt, once a minute from here on: it shows as retrying.
     if (minute === 4) jobs.push({ task: 'flaky', payload: { failTimes: 100 } });

@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
 import { PROJECT_ROOT } from '../../src/dev/wrangler-dev.ts';
 import { createSkiplock, defineTask } from '../../src/index.ts';
-import { CLOUDFLARE_CONNECTIONS, deploymentFor, type Env, workerTickOptions } from '../../src/platform/cloudflare/deployment.ts';
+import { CLOUDFLARE_CONNECTIONS, createDeployments, type Env, workerTickOptions } from '../../src/platform/cloudflare/deployment.ts';
 import { createNeonHttpDriver } from '../../src/store/drivers/neon-http.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
@@ -102,6 +102,7 @@ test("the Worker's default concurrency and its wrangler.toml agree", async () =>
 test('a TICK_CONCURRENCY that can take every connection is warned about when the Worker starts', () => {
   const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
   try {
+    const deploymentFor = createDeployments({ tasks: [] });
     const env = (vars: Record<string, string>) => ({ DATABASE_URL: 'postgres://u:p@db.example/x', API_TOKEN: 't', ...vars }) as Env;
     deploymentFor(env({}));
     deploymentFor(env({ TICK_CONCURRENCY: '5' }));

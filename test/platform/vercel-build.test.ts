@@ -1,6 +1,6 @@
 /**
  * The Vercel function as Vercel builds it: @vercel/node (the builder `vercel.json` names) compiles
- * src/platform/vercel/index.ts and traces what it imports, offline. The built function must load
+ * src/app/vercel.ts and traces what it imports, offline. The built function must load
  * under Node and answer — the source tests (vercel.test.ts) cannot show that the compiled files
  * still import each other (they import `./x.ts`, which a compile must turn into `./x.js`).
  */
@@ -29,7 +29,7 @@ let proxy: NeonProxy;
 
 beforeAll(async () => {
   const files = await glob('**', { cwd: PROJECT_ROOT, ignore: ['node_modules/**', '.git/**', '.skiplock/**', '.wrangler/**', '.vercel/**', 'test/**'] });
-  const { output } = await build({ files, entrypoint: 'src/platform/vercel/index.ts', workPath: PROJECT_ROOT, repoRootPath: PROJECT_ROOT, config: {}, meta: { skipDownload: true } });
+  const { output } = await build({ files, entrypoint: 'src/app/vercel.ts', workPath: PROJECT_ROOT, repoRootPath: PROJECT_ROOT, config: {}, meta: { skipDownload: true } });
   if (output.type !== 'Lambda') throw new Error(`expected a Lambda, got ${output.type}`);
   out = await mkdtemp(join(tmpdir(), 'skiplock-vercel-'));
   for (const [name, file] of Object.entries(output.files)) {
@@ -58,7 +58,7 @@ test('the built function loads and serves: a cron request with the secret runs a
     TICK_BUDGET_MS: '2000',
     TICK_POLL_INTERVAL_MS: '100',
   });
-  const built = (await import(pathToFileURL(join(out, 'src/platform/vercel/index.js')).href)) as {
+  const built = (await import(pathToFileURL(join(out, 'src/app/vercel.js')).href)) as {
     default: { fetch(request: Request): Promise<Response> };
     config: { maxDuration: number };
   };

@@ -32,7 +32,7 @@ beforeAll(async () => {
     TICK_POLL_INTERVAL_MS: '100',
   });
   (globalThis as Record<symbol, unknown>)[REQUEST_CONTEXT] = { get: () => ({ waitUntil: (work: Promise<unknown>) => kept.push(work) }) };
-  ({ default: handler, config } = await import('../../src/platform/vercel/index.ts'));
+  ({ default: handler, config } = await import('../../src/app/vercel.ts'));
 });
 
 afterAll(async () => {

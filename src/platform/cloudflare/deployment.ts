@@ -21,10 +21,13 @@
  */
 import { createApp, longestJobTimeoutMs } from '../../http/app.ts';
 import type { App } from '../../http/app-types.ts';
-import { createSkiplock, type Skiplock } from '../../runtime/skiplock.ts';
+import { mount, type Mounted } from '../../http/mount.ts';
+import type { Schedule } from '../../runtime/schedule-definition.ts';
+import { createSkiplock, type Skiplock, type SkiplockConfig } from '../../runtime/skiplock.ts';
+import type { TaskList } from '../../runtime/task-types.ts';
 import type { TickOptions } from '../../runtime/tick.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
-import { schedules, tasks } from '../../tasks/index.ts';
+import type { Sql } from '../../store/sql.ts';
 import { intFromEnv, tickOptionsFromEnv, type TickEnv } from '../env-options.ts';
 import type { DurableObjectNamespace } from './runtime-types.ts';
 
@@ -52,9 +55,19 @@ export interface Env extends TickEnv {
   NEON_FETCH_ENDPOINT?: string;
 }
 
-export interface Deployment {
-  skiplock: Skiplock;
+/** What createWorker is given: the tasks and schedules, and how to build the queue from env. */
+export interface WorkerOptions<Tasks extends TaskList = TaskList> extends Omit<SkiplockConfig<Tasks>, 'sql'> {
+  /** Serve the HTTP API and dashboard under this path (e.g. '/skiplock'); other paths are yours. Default: all paths. */
+  basePath?: string;
+  /** The database port for this env. Default: createNeonHttpDriver(env.DATABASE_URL) (NEON_FETCH_ENDPOINT honoured). */
+  sql?: (env: Env) => Sql;
+}
+
+export interface Deployment<Tasks extends TaskList = TaskList> {
+  skiplock: Skiplock<Tasks>;
   app: App;
+  /** The app under the basePath. */
+  http: Mounted;
   /** The minute cron's tick. */
   cronTick: TickOptions;
   /** One alarm's tick (Durable Object mode). */
@@ -74,16 +87,18 @@ export const CLOUDFLARE_CONNECTIONS = 6;
  */
 export const WORKER_CONCURRENCY = CLOUDFLARE_CONNECTIONS - 1;
 
-const deployments = new WeakMap<Env, Deployment>();
-
-export function deploymentFor(env: Env): Deployment {
-  let deployment = deployments.get(env);
-  if (!deployment) deployments.set(env, (deployment = createDeployment(env)));
-  return deployment;
+/** One deployment per env for these options (createWorker calls it once). */
+export function createDeployments<Tasks extends TaskList>(options: WorkerOptions<Tasks>): (env: Env) => Deployment<Tasks> {
+  const deployments = new WeakMap<Env, Deployment<Tasks>>();
+  return (env) => {
+    let deployment = deployments.get(env);
+    if (!deployment) deployments.set(env, (deployment = createDeployment(env, options)));
+    return deployment;
+  };
 }
 
-function createDeployment(env: Env): Deployment {
-  if (!env.DATABASE_URL) throw new Error('DATABASE_URL is not set (wrangler secret put DATABASE_URL)');
+function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sqlFor, ...config }: WorkerOptions<Tasks>): Deployment<Tasks> {
+  if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set (wrangler secret put DATABASE_URL)');
   const alarmMode = env.TICKER === 'alarm' && env.SKIPLOCK_TICKER !== undefined;
   const { cronTick, httpTick, alarmTick } = workerTickOptions(env);
   if (cronTick.concurrency! > WORKER_CONCURRENCY) {
@@ -93,8 +108,8 @@ function createDeployment(env: Env): Deployment {
         `Keep TICK_CONCURRENCY × connections a handler holds at once ≤ ${WORKER_CONCURRENCY}.`,
     );
   }
-  const sql = createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
-  const skiplock = createSkiplock({ sql, tasks, schedules });
+  const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
+  const skiplock = createSkiplock<Tasks>({ ...config, sql });
   const app = createApp({
     skiplock,
     apiToken: env.API_TOKEN,
@@ -105,7 +120,7 @@ function createDeployment(env: Env): Deployment {
     // The new job starts now; in alarm mode the Durable Object is also woken to follow up (retries, delays).
     runInBackground: (work, c) => c.executionCtx.waitUntil(alarmMode ? Promise.all([work, wakeTicker(env).catch(logWakeFailure)]) : work),
   });
-  return { skiplock, app, cronTick, alarmTick, alarmMode };
+  return { skiplock, app, http: mount(app, basePath), cronTick, alarmTick, alarmMode };
 }
 
 /** The options of the Worker's three kinds of tick, from its variables over the Worker's defaults. */

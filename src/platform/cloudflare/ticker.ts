@@ -5,10 +5,16 @@
  * POST /wake. One instance, named "skiplock", so alarms never overlap.
  */
 import { tickAndPlanNext } from '../../runtime/alarm-ticker.ts';
-import { deploymentFor, type Env } from './deployment.ts';
+import type { Deployment, Env } from './deployment.ts';
 import type { DurableObjectState } from './runtime-types.ts';
 
-export class SkiplockTicker {
+export interface TickerClass {
+  new (state: DurableObjectState, env: Env): { fetch(): Promise<Response>; alarm(): Promise<void> };
+}
+
+/** The Durable Object class for these deployments (createWorker's `Ticker`). */
+export function createTickerClass(deploymentFor: (env: Env) => Deployment): TickerClass {
+  return class SkiplockTicker {
   readonly #state: DurableObjectState;
   readonly #env: Env;
 
@@ -35,4 +41,5 @@ export class SkiplockTicker {
       await this.#state.storage.setAlarm(Date.now() + 5_000);
     }
   }
+  };
 }

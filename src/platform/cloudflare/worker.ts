@@ -1,22 +1,47 @@
 /**
- * The Cloudflare Worker: the HTTP API on `fetch` (an enqueue starts a tick with waitUntil), and
- * the tick on the minute cron (`scheduled`), which keeps ticking for TICK_BUDGET_MS so a job
- * that becomes due mid-minute starts within about a second. Budgets and limits: deployment.ts.
+ * The Cloudflare Worker (skiplock/cloudflare's createWorker): the HTTP API on `fetch` (an
+ * enqueue starts a tick with waitUntil), and the tick on the minute cron (`scheduled`), which
+ * keeps ticking for TICK_BUDGET_MS so a job that becomes due mid-minute starts within about a
+ * second. Budgets and limits: deployment.ts.
  */
-import { deploymentFor, wakeTicker, type Env } from './deployment.ts';
+import { isUnder, normalizeBasePath } from '../../http/mount.ts';
+import type { Skiplock } from '../../runtime/skiplock.ts';
+import type { TaskList } from '../../runtime/task-types.ts';
+import { createDeployments, wakeTicker, type Env, type WorkerOptions } from './deployment.ts';
 import type { ExecutionContext, ScheduledController } from './runtime-types.ts';
+import { createTickerClass, type TickerClass } from './ticker.ts';
 
-export { SkiplockTicker } from './ticker.ts';
+export interface SkiplockWorker<Tasks extends TaskList = TaskList> {
+  /** The HTTP API and dashboard (under `basePath` when set; other paths get 404). */
+  fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response>;
+  /** The minute cron: ticks (or, with TICKER = "alarm", wakes the Durable Object). */
+  scheduled(controller: ScheduledController, env: Env, ctx?: ExecutionContext): Promise<void>;
+  /** Whether `fetch` serves this request (its path is under `basePath`), for composing with your own fetch. */
+  handles(request: Request): boolean;
+  /** The queue of this env (one per isolate), to enqueue from your own code: `worker.skiplock(env).enqueue(...)`. */
+  skiplock(env: Env): Skiplock<Tasks>;
+  /**
+   * The Durable Object ticker class; export it from your Worker module under the name your
+   * wrangler.toml binds (`export const SkiplockTicker = worker.Ticker`). Only used with TICKER = "alarm".
+   */
+  Ticker: TickerClass;
+}
 
-export default {
-  fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
-    return deploymentFor(env).app.fetch(request, env, ctx);
-  },
-
-  async scheduled(_controller: ScheduledController, env: Env): Promise<void> {
-    const { skiplock, cronTick, alarmMode } = deploymentFor(env);
-    // In alarm mode the Durable Object ticks; the cron only makes sure it is awake.
-    if (alarmMode) await wakeTicker(env);
-    else await skiplock.tick(cronTick);
-  },
-};
+export function createWorker<const Tasks extends TaskList>(options: WorkerOptions<Tasks>): SkiplockWorker<Tasks> {
+  const deploymentFor = createDeployments(options);
+  const basePath = normalizeBasePath(options.basePath);
+  return {
+    fetch(request, env, ctx) {
+      return deploymentFor(env).http.fetch(request, env, ctx);
+    },
+    async scheduled(_controller, env) {
+      const { skiplock, cronTick, alarmMode } = deploymentFor(env);
+      // In alarm mode the Durable Object ticks; the cron only makes sure it is awake.
+      if (alarmMode) await wakeTicker(env);
+      else await skiplock.tick(cronTick);
+    },
+    handles: (request) => isUnder(new URL(request.url).pathname, basePath),
+    skiplock: (env) => deploymentFor(env).skiplock,
+    Ticker: createTickerClass(deploymentFor),
+  };
+}

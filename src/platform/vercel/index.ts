@@ -1,31 +1,102 @@
 /**
- * The HTTP API as a Vercel Function (Node.js runtime). vercel.json routes every path here, and
- * its cron calls GET /v1/tick with `Authorization: Bearer $CRON_SECRET` (any other caller needs
- * API_TOKEN). Each tick's budget comes from `maxDuration`; the tick an enqueue starts runs on
- * after the response through `waitUntil`, within the same limit.
+ * skiplock/vercel: the HTTP API as a Vercel Function (Node.js runtime) or as Next.js App Router
+ * route handlers. A Vercel cron calls GET <basePath>/v1/tick with `Authorization: Bearer
+ * $CRON_SECRET` (any other caller needs API_TOKEN). Each tick's budget comes from `maxDuration`;
+ * the tick an enqueue starts runs on after the response through `waitUntil`
+ * (@vercel/functions), within the same limit. Configuration from process.env: DATABASE_URL,
+ * API_TOKEN, CRON_SECRET, TICK_* (read on the first request).
  */
 import { waitUntil } from '@vercel/functions';
 import { createApp, longestJobTimeoutMs } from '../../http/app.ts';
-import type { App } from '../../http/app-types.ts';
-import { createSkiplock } from '../../runtime/skiplock.ts';
+import { mount, type Mounted } from '../../http/mount.ts';
+import { createSkiplock, type Skiplock, type SkiplockConfig } from '../../runtime/skiplock.ts';
+import type { TaskList } from '../../runtime/task-types.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
-import { schedules, tasks } from '../../tasks/index.ts';
+import type { Sql } from '../../store/sql.ts';
 import { tickOptionsFromEnv } from '../env-options.ts';
 
-/** Read by Vercel at build time: this function may run `maxDuration` seconds (Hobby allows up to 300 with Fluid compute). */
-export const config = { maxDuration: 60 };
+/** The variables the handlers read (process.env). */
+export interface VercelEnv {
+  DATABASE_URL?: string;
+  API_TOKEN?: string;
+  CRON_SECRET?: string;
+  TICK_BUDGET_MS?: string;
+  TICK_CONCURRENCY?: string;
+  TICK_POLL_INTERVAL_MS?: string;
+  /** Local development only: Neon's HTTP endpoint, pointed at the local Neon proxy. */
+  NEON_FETCH_ENDPOINT?: string;
+  [name: string]: string | undefined;
+}
+
+export interface VercelOptions<Tasks extends TaskList = TaskList> extends Omit<SkiplockConfig<Tasks>, 'sql'> {
+  /**
+   * The function's maxDuration in seconds — declare the same number to Vercel (`export const
+   * config = { maxDuration }`, or Next's `export const maxDuration`). Ticks get it minus 5 s. Default 60.
+   */
+  maxDuration?: number;
+  /** Serve under this path prefix, e.g. '/api/skiplock' for app/api/skiplock/[...path]/route.ts. Default: none. */
+  basePath?: string;
+  /** The database port. Default: createNeonHttpDriver(DATABASE_URL). */
+  sql?: (env: VercelEnv) => Sql;
+  /** Where configuration is read from. Default: process.env. */
+  env?: VercelEnv;
+}
+
+export interface VercelHandler<Tasks extends TaskList = TaskList> {
+  /** The Vercel Function's handler: `export default handler` (it has `fetch`). */
+  fetch(request: Request): Promise<Response>;
+  /** The queue the handler uses (built on first use), to enqueue from your own code. */
+  skiplock(): Skiplock<Tasks>;
+  /** What Vercel reads from the function module: `export const config = handler.config` is NOT read statically; write the literal. */
+  readonly config: { maxDuration: number };
+}
+
+export type RouteHandler = (request: Request) => Promise<Response>;
+
+/** App Router route handlers: `export const { GET, POST, PUT, PATCH, DELETE } = createNextHandlers({ tasks, ... })`. */
+export interface NextHandlers<Tasks extends TaskList = TaskList> {
+  GET: RouteHandler;
+  HEAD: RouteHandler;
+  POST: RouteHandler;
+  PUT: RouteHandler;
+  PATCH: RouteHandler;
+  DELETE: RouteHandler;
+  skiplock(): Skiplock<Tasks>;
+}
+
 // Room for a cold start and the response, kept out of the tick's budget.
 const HEADROOM_MS = 5_000;
 
-let app: App | undefined;
+/** A Vercel Function (Node.js runtime) serving the HTTP API, dashboard and cron tick route. */
+export function createVercelHandler<const Tasks extends TaskList>(options: VercelOptions<Tasks>): VercelHandler<Tasks> {
+  const maxDuration = options.maxDuration ?? 60;
+  let built: { skiplock: Skiplock<Tasks>; http: Mounted } | undefined;
+  const build = () => (built ??= buildFromEnv(options, maxDuration));
+  return {
+    async fetch(request) {
+      return build().http.fetch(request);
+    },
+    skiplock: () => build().skiplock,
+    config: { maxDuration },
+  };
+}
 
-function appFromEnv(env: NodeJS.ProcessEnv): App {
-  if (!env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
+/** Route handlers for a Next.js App Router catch-all route. Default basePath '/api/skiplock'. */
+export function createNextHandlers<const Tasks extends TaskList>(options: VercelOptions<Tasks>): NextHandlers<Tasks> {
+  const handler = createVercelHandler<Tasks>({ basePath: '/api/skiplock', ...options });
+  const route: RouteHandler = (request) => handler.fetch(request);
+  return { GET: route, HEAD: route, POST: route, PUT: route, PATCH: route, DELETE: route, skiplock: handler.skiplock };
+}
+
+function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, maxDuration: number): { skiplock: Skiplock<Tasks>; http: Mounted } {
+  const { maxDuration: _, basePath, sql: sqlFor, env: givenEnv, ...config } = options;
+  const env = givenEnv ?? (process.env as VercelEnv);
+  if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
   if (!env.API_TOKEN) throw new Error('API_TOKEN is not set');
-  const sql = createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
-  const skiplock = createSkiplock({ sql, tasks, schedules });
-  const tick = tickOptionsFromEnv(env, { budgetMs: config.maxDuration * 1000 - HEADROOM_MS, pollIntervalMs: 1_000 });
-  return createApp({
+  const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL!, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
+  const skiplock = createSkiplock<Tasks>({ ...config, sql });
+  const tick = tickOptionsFromEnv(env, { budgetMs: maxDuration * 1000 - HEADROOM_MS, pollIntervalMs: 1_000 });
+  const app = createApp({
     skiplock,
     apiToken: env.API_TOKEN,
     cronSecret: env.CRON_SECRET,
@@ -33,11 +104,5 @@ function appFromEnv(env: NodeJS.ProcessEnv): App {
     maxJobTimeoutMs: longestJobTimeoutMs(tick), // every tick here has this budget: a longer job is refused at enqueue
     runInBackground: (work) => waitUntil(work),
   });
+  return { skiplock, http: mount(app, basePath) };
 }
-
-export default {
-  fetch(request: Request): Response | Promise<Response> {
-    app ??= appFromEnv(process.env);
-    return app.fetch(request);
-  },
-};

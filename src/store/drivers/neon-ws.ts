@@ -1,6 +1,6 @@
 import { Pool, neonConfig } from '@neondatabase/serverless';
-import { createPgDriver } from './pg.ts';
 import type { Sql } from '../sql.ts';
+import { createPoolDriver, type PgPoolLike } from './pool.ts';
 
 export interface NeonWsOptions {
   /** Routes WebSockets through a proxy, e.g. the local one; also turns off TLS to it. */
@@ -22,6 +22,5 @@ export function createNeonWsDriver(connectionString: string, options: NeonWsOpti
   }
   const pool = new Pool({ connectionString, max: options.max ?? 10 });
   pool.on('error', () => {});
-  const driver = createPgDriver(pool as never);
-  return { ...driver, close: () => pool.end() };
+  return createPoolDriver(pool as unknown as PgPoolLike, true);
 }

@@ -1,0 +1,10 @@
+export default function Home() {
+  return (
+    <main>
+      <h1>skiplock on Next.js</h1>
+      <p>
+        POST /api/signup enqueues a job; the queue's API and dashboard are at <a href="/api/skiplock/">/api/skiplock/</a>.
+      </p>
+    </main>
+  );
+}

@@ -1,0 +1,24 @@
+// The queue in a Node process: migrations, then the runner (HTTP API + a tick every second).
+import { createSkiplock } from 'skiplock';
+import { migrations } from 'skiplock/migrations';
+import { startNodeRunner } from 'skiplock/node';
+import { createPgDriver } from 'skiplock/pg';
+import { schedules, tasks } from './tasks.js';
+
+const { DATABASE_URL, API_TOKEN } = process.env;
+if (!DATABASE_URL || !API_TOKEN) throw new Error('set DATABASE_URL and API_TOKEN (npx skiplock dev prints a local DATABASE_URL)');
+
+const skiplock = createSkiplock({ sql: createPgDriver(DATABASE_URL), tasks, schedules });
+await skiplock.migrate(migrations); // safe from several processes at once
+
+// Typed by the tasks: a wrong task name or payload is a compile-time error.
+await skiplock.enqueue({ task: 'send-welcome', payload: { email: 'ada@example.com', name: 'Ada' }, idempotencyKey: 'welcome-ada' });
+
+const runner = await startNodeRunner({ skiplock, apiToken: API_TOKEN, port: Number(process.env.PORT ?? 8787) });
+console.log(`skiplock runner listening on ${runner.url}`);
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    runner.stop().then(() => process.exit(0));
+  });
+}

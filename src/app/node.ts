@@ -1,0 +1,66 @@
+/**
+ * This repository's self-hosted Node runner, built from the public entry points only:
+ * `DATABASE_URL=postgres://… API_TOKEN=… node src/app/node.ts`. Migrates, then serves the API and
+ * ticks every second until SIGINT or SIGTERM (graceful: running jobs get DRAIN_MS to finish, the
+ * rest go back to the queue). Runs the tasks and schedules of src/tasks/index.ts. A variable set
+ * wrongly, or a database it cannot reach, is one line on stderr and exit code 1.
+ */
+import { createSkiplock } from '../index.ts';
+import { migrations } from '../migrations.ts';
+import {
+  ConfigError,
+  configErrorLine,
+  databaseUrlFromEnv,
+  intFromEnv,
+  onShutdownSignal,
+  portFromEnv,
+  requiredEnv,
+  startNodeRunner,
+  tickOptionsFromEnv,
+} from '../node.ts';
+import { createPgDriver } from '../pg.ts';
+import { schedules, tasks } from '../tasks/index.ts';
+
+const env = process.env;
+let databaseUrl: string | undefined;
+
+async function main(): Promise<void> {
+  databaseUrl = databaseUrlFromEnv(env.DATABASE_URL);
+  const apiToken = requiredEnv(env.API_TOKEN, 'API_TOKEN');
+  const port = portFromEnv(env.PORT, 8787);
+  const drainMs = intFromEnv(env.DRAIN_MS, 10_000, 'DRAIN_MS');
+  // TICK_BUDGET_MS is the budget of /v1/tick and of an enqueue's tick; the loop's ticks run until idle.
+  const tick = tickOptionsFromEnv(env, { budgetMs: 30_000, pollIntervalMs: 1_000 });
+
+  const sql = createPgDriver(databaseUrl);
+  const skiplock = createSkiplock({ sql, tasks, schedules });
+  await skiplock.migrate(migrations);
+  const runner = await startNodeRunner({
+    skiplock,
+    apiToken,
+    cronSecret: env.CRON_SECRET,
+    port,
+    hostname: env.HOST ?? '0.0.0.0',
+    tick,
+    requestTickBudgetMs: tick.budgetMs,
+    drainMs,
+  }).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new ConfigError(`PORT ${port} is in use: stop what uses it or set PORT`);
+    throw error;
+  });
+  console.log(`[skiplock] listening on ${runner.url}`);
+  onShutdownSignal(async (signal) => {
+    console.log(`[skiplock] ${signal}: draining`);
+    await runner.stop();
+    await sql.close();
+  });
+}
+
+try {
+  await main();
+} catch (error) {
+  const line = configErrorLine(error, databaseUrl);
+  if (line === undefined) throw error;
+  console.error(`[skiplock] ${line}`);
+  process.exit(1);
+}

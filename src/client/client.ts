@@ -1,0 +1,188 @@
+/**
+ * createClient: the HTTP API as typed functions, for any runtime with `fetch` (a browser, a
+ * Worker, a Vercel function, Node ≥ 18). It imports no server code, so bundling it brings in
+ * neither a driver nor zod: only this folder.
+ */
+import { errorFromResponse, SkiplockApiError } from './errors.ts';
+import type {
+  ClientEnqueueInput,
+  ClientScheduleInput,
+  JobJson,
+  JobPageJson,
+  ListJobsQuery,
+  ListSchedulesQuery,
+  ScheduleJson,
+  SchedulePageJson,
+  StatsJson,
+  TaskList,
+  TickResultJson,
+} from './types.ts';
+
+export interface ClientOptions {
+  /** Where the API is mounted, e.g. `https://queue.example.com` or `https://example.com/skiplock`. */
+  url: string;
+  /** The API_TOKEN, sent as `Authorization: Bearer <token>`. */
+  token: string;
+  /** The fetch to use. Default: the global `fetch`. Tests pass `app.fetch`-like functions. */
+  fetch?: (request: Request) => Response | Promise<Response>;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+}
+
+export interface EnqueueResultJson {
+  job: JobJson;
+  /** False when the idempotency key matched an existing job, which is returned instead (HTTP 200). */
+  created: boolean;
+}
+
+export interface CancelResultJson {
+  job: JobJson;
+  /** `cancelled`: it was QUEUED and is CANCELLED now (200); `requested`: it is RUNNING and was asked to stop (202). */
+  outcome: 'cancelled' | 'requested';
+}
+
+export interface PutScheduleResultJson {
+  schedule: ScheduleJson;
+  /** False when a dynamic schedule of that name was replaced. */
+  created: boolean;
+}
+
+/** The client of one skiplock API; every method throws a SkiplockApiError for a refusal. */
+export interface SkiplockClient<Tasks extends TaskList = TaskList> {
+  /** POST /v1/jobs: the job (the original one when its idempotency key was seen before). */
+  enqueue(input: ClientEnqueueInput<Tasks>): Promise<JobJson>;
+  /** POST /v1/jobs, telling a new job from an idempotency-key replay. */
+  enqueueWithResult(input: ClientEnqueueInput<Tasks>): Promise<EnqueueResultJson>;
+  /**
+   * POST /v1/jobs?wait=<seconds>: enqueues and holds the request until the job ends or `waitSeconds`
+   * (at most 25) pass. `finished` true with the job DONE, DEAD or CANCELLED (HTTP 200); false with
+   * the job as it is while it still runs (HTTP 202).
+   */
+  enqueueAndWait(input: ClientEnqueueInput<Tasks>, options: { waitSeconds: number }): Promise<{ job: JobJson; finished: boolean }>;
+  /** POST /v1/jobs/batch: up to 1000 jobs, all or none, in input order. */
+  enqueueBatch(inputs: readonly ClientEnqueueInput<Tasks>[]): Promise<JobJson[]>;
+  /** GET /v1/jobs/:id; undefined when there is no such job. */
+  getJob(id: string): Promise<JobJson | undefined>;
+  /** GET /v1/jobs: one page, newest first. */
+  listJobs(query?: ListJobsQuery): Promise<JobPageJson>;
+  /** POST /v1/jobs/:id/cancel: a QUEUED job is cancelled, a RUNNING one asked to stop; a finished one is a conflict. */
+  cancelJob(id: string): Promise<CancelResultJson>;
+  /** POST /v1/jobs/:id/retry: a DEAD or CANCELLED job back to QUEUED, due now. */
+  retryJob(id: string): Promise<JobJson>;
+  /** POST /v1/jobs/retry-dead: up to `limit` DEAD jobs queued again; the number queued. */
+  retryDead(options?: { task?: string; limit?: number }): Promise<number>;
+  /** GET /v1/stats. */
+  stats(): Promise<StatsJson>;
+  /** GET /v1/schedules: one page of every schedule, static and dynamic. */
+  listSchedules(query?: ListSchedulesQuery): Promise<SchedulePageJson>;
+  /** GET /v1/schedules/:name; undefined when there is no such schedule. */
+  getSchedule(name: string): Promise<ScheduleJson | undefined>;
+  /** PUT /v1/schedules/:name: creates or replaces a dynamic schedule. */
+  putSchedule(name: string, input: ClientScheduleInput<Tasks>): Promise<PutScheduleResultJson>;
+  /** DELETE /v1/schedules/:name: true when removed, false when there was no dynamic schedule of that name. */
+  deleteSchedule(name: string): Promise<boolean>;
+  /** POST /v1/tick: one tick now; what it did. */
+  tick(): Promise<TickResultJson>;
+}
+
+type Query = Record<string, string | number | undefined>;
+
+/**
+ * A client of the HTTP API at `url`. Typed by the tasks of the deployment it calls:
+ * `createClient<typeof tasks>({ url, token })` makes a wrong task name or payload a compile-time error.
+ */
+export function createClient<Tasks extends TaskList = TaskList>(options: ClientOptions): SkiplockClient<Tasks> {
+  const base = options.url.replace(/\/+$/, '');
+  const send = options.fetch ?? ((request: Request) => fetch(request));
+
+  async function call(method: string, path: string, init: { body?: unknown; query?: Query } = {}): Promise<Response> {
+    const search = new URLSearchParams();
+    for (const [key, value] of Object.entries(init.query ?? {})) if (value !== undefined) search.set(key, String(value));
+    const headers: Record<string, string> = { ...options.headers, authorization: `Bearer ${options.token}`, accept: 'application/json' };
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    const query = search.toString() ? `?${search}` : '';
+    const request = new Request(`${base}${path}${query}`, {
+      method,
+      headers,
+      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+    });
+    const response = await send(request);
+    if (!response.ok) throw await errorFromResponse(response);
+    return response;
+  }
+
+  async function json<T>(method: string, path: string, init?: { body?: unknown; query?: Query }): Promise<T> {
+    return (await (await call(method, path, init)).json()) as T;
+  }
+
+  /** undefined for the API's not_found (the thing is missing); any other refusal is thrown. */
+  async function orUndefined<T>(answer: Promise<T>): Promise<T | undefined> {
+    try {
+      return await answer;
+    } catch (error) {
+      if (error instanceof SkiplockApiError && error.code === 'not_found') return undefined;
+      throw error;
+    }
+  }
+
+  const id = (value: string) => encodeURIComponent(value);
+
+  async function enqueueWithResult(input: ClientEnqueueInput<Tasks>): Promise<EnqueueResultJson> {
+    const response = await call('POST', '/v1/jobs', { body: input });
+    const { job } = (await response.json()) as { job: JobJson };
+    return { job, created: response.status === 201 };
+  }
+
+  // Methods use no `this`: `const { enqueue } = client` works.
+  return {
+    async enqueue(input) {
+      return (await enqueueWithResult(input)).job;
+    },
+    enqueueWithResult,
+    async enqueueAndWait(input, { waitSeconds }) {
+      const response = await call('POST', '/v1/jobs', { body: input, query: { wait: waitSeconds } });
+      const { job } = (await response.json()) as { job: JobJson };
+      return { job, finished: response.status === 200 };
+    },
+    async enqueueBatch(inputs) {
+      return (await json<{ jobs: JobJson[] }>('POST', '/v1/jobs/batch', { body: { jobs: inputs } })).jobs;
+    },
+    async getJob(jobId) {
+      return (await orUndefined(json<{ job: JobJson }>('GET', `/v1/jobs/${id(jobId)}`)))?.job;
+    },
+    listJobs(query = {}) {
+      return json<JobPageJson>('GET', '/v1/jobs', { query: { ...query } });
+    },
+    async cancelJob(jobId) {
+      const response = await call('POST', `/v1/jobs/${id(jobId)}/cancel`);
+      const { job } = (await response.json()) as { job: JobJson };
+      return { job, outcome: response.status === 202 ? 'requested' : 'cancelled' };
+    },
+    async retryJob(jobId) {
+      return (await json<{ job: JobJson }>('POST', `/v1/jobs/${id(jobId)}/retry`)).job;
+    },
+    async retryDead(retryOptions = {}) {
+      return (await json<{ retried: number }>('POST', '/v1/jobs/retry-dead', { body: retryOptions })).retried;
+    },
+    stats() {
+      return json<StatsJson>('GET', '/v1/stats');
+    },
+    listSchedules(query = {}) {
+      return json<SchedulePageJson>('GET', '/v1/schedules', { query: { ...query } });
+    },
+    async getSchedule(name) {
+      return (await orUndefined(json<{ schedule: ScheduleJson }>('GET', `/v1/schedules/${id(name)}`)))?.schedule;
+    },
+    async putSchedule(name, input) {
+      const response = await call('PUT', `/v1/schedules/${id(name)}`, { body: input });
+      const { schedule } = (await response.json()) as { schedule: ScheduleJson };
+      return { schedule, created: response.status === 201 };
+    },
+    async deleteSchedule(name) {
+      return (await orUndefined(call('DELETE', `/v1/schedules/${id(name)}`))) !== undefined;
+    },
+    tick() {
+      return json<TickResultJson>('POST', '/v1/tick');
+    },
+  };
+}

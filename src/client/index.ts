@@ -1,0 +1,26 @@
+/**
+ * `skiplock/client`: a typed client of the HTTP API that runs wherever `fetch` exists and
+ * imports no server code.
+ */
+export { createClient, type CancelResultJson, type ClientOptions, type EnqueueResultJson, type PutScheduleResultJson, type SkiplockClient } from './client.ts';
+export { SkiplockApiError, type ApiErrorBody, type ApiErrorCode, type ApiErrorIssue } from './errors.ts';
+export type {
+  ClientEnqueueInput,
+  ClientScheduleInput,
+  CountsByStatus,
+  EnqueueOptions,
+  JobJson,
+  JobPageJson,
+  JobStatus,
+  ListJobsQuery,
+  ListSchedulesQuery,
+  ScheduleJson,
+  SchedulePageJson,
+  StatsJson,
+  AnyTask,
+  EnqueueInputOf,
+  TaskList,
+  TaskName,
+  TaskPayload,
+  TickResultJson,
+} from './types.ts';

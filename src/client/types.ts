@@ -1,0 +1,141 @@
+/**
+ * What the HTTP API sends and accepts, as plain types (CONTRACT.md "HTTP API"), and the task
+ * typing of the client. Type-only: nothing here exists at run time.
+ */
+import type { JobStatus } from '../core/types.ts';
+import type { ScheduleInput as LibraryScheduleInput } from '../runtime/schedule-definition.ts';
+import type { AnyTask, EnqueueInputOf, TaskList } from '../runtime/task-types.ts';
+import type { z } from 'zod';
+
+export type { JobStatus };
+export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskName, TaskPayload } from '../runtime/task-types.ts';
+
+/** A job as the API sends it: ids are strings, instants ISO-8601 strings in UTC. */
+export interface JobJson<Payload = unknown> {
+  id: string;
+  task: string;
+  payload: Payload;
+  status: JobStatus;
+  priority: number;
+  runAt: string;
+  attempts: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  lockedBy: string | null;
+  lockedUntil: string | null;
+  lastError: string | null;
+  result: unknown;
+  idempotencyKey: string | null;
+  scheduleName: string | null;
+  scheduledFor: string | null;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+  /** When the current (or last) attempt was claimed. */
+  startedAt: string | null;
+  /** The last 20 attempts, oldest first. */
+  history: AttemptRecordJson[];
+  /** What the handler last reported with ctx.progress; null when nothing. */
+  progress: unknown;
+  /** The W3C traceparent stored at enqueue. */
+  traceparent: string | null;
+}
+
+/** One attempt of a job, as the API sends it (src/core/attempt-history.ts). */
+export interface AttemptRecordJson {
+  attempt: number;
+  startedAt: string | null;
+  endedAt: string;
+  durationMs: number | null;
+  /** done, retry, dead, released, lease-lost or cancelled. */
+  outcome: string;
+  error: string | null;
+  worker: string | null;
+  progress: unknown;
+  traceparent: string | null;
+}
+
+export interface JobPageJson {
+  /** Newest first. */
+  jobs: JobJson[];
+  /** Pass it as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+export type CountsByStatus = Record<JobStatus, number>;
+
+export interface StatsJson {
+  counts: CountsByStatus;
+  byTask: Record<string, CountsByStatus>;
+  /** How long the longest-waiting due QUEUED job has waited, in ms; 0 when none. */
+  oldestQueuedAgeMs: number;
+}
+
+export interface TickResultJson {
+  claimed: number;
+  done: number;
+  retried: number;
+  dead: number;
+  cancelled: number;
+  reaped: number;
+  fired: number;
+  staleWrites: number;
+}
+
+export interface ScheduleJson {
+  name: string;
+  /** 'static': defined in the deployment's code; 'dynamic': put through the API. */
+  source: 'static' | 'dynamic';
+  cron: string | null;
+  /** The interval in ms, for `every` schedules. */
+  every: number | null;
+  daily: string[] | null;
+  tz: string;
+  task: string;
+  payload: unknown;
+  enabled: boolean;
+  catchUp: 'all' | 'latest' | 'none';
+  overlap: 'allow' | 'skip';
+  maxFiringsPerTick: number;
+  nextRunAt: string | null;
+  lastFiredAt: string | null;
+  lastScheduledFor: string | null;
+  lastJobId: string | null;
+  lastStatus: JobStatus | null;
+  state: unknown;
+}
+
+export interface SchedulePageJson {
+  schedules: ScheduleJson[];
+  nextCursor: string | null;
+}
+
+export interface ListJobsQuery {
+  status?: JobStatus;
+  task?: string;
+  /** Page size, 1 to 500. Default 50. */
+  limit?: number;
+  /** `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface ListSchedulesQuery {
+  /** Page size. */
+  limit?: number;
+  cursor?: string;
+  /** Only names that start with it. */
+  prefix?: string;
+}
+
+// ---- task typing (the library's own: src/runtime/task-types.ts)
+
+/** One job to enqueue: a task of the list and a payload that fits its schema (the library's EnqueueInputOf). */
+export type ClientEnqueueInput<Tasks extends TaskList = TaskList> = EnqueueInputOf<Tasks>;
+
+type ScheduleFor<T> = T extends AnyTask
+  ? { task: T['name'] } & ({} extends z.input<T['payload']> ? { payload?: z.input<T['payload']> } : { payload: z.input<T['payload']> }) &
+      Omit<LibraryScheduleInput, 'task' | 'payload'>
+  : never;
+
+/** A dynamic schedule: its timing and options, a task of the list and a payload that fits it. */
+export type ClientScheduleInput<Tasks extends TaskList = TaskList> = ScheduleFor<Tasks[number]>;

@@ -1,0 +1,25 @@
+/**
+ * `npm run build` (and `prepack`): the migrations as data, then src/ → dist/ with tsc
+ * (tsconfig.build.json), and the CLI made executable. dist/ is rebuilt from scratch.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { MIGRATIONS_DATA_FILE, migrationsDataSource } from './migrations-data.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const dist = fileURLToPath(new URL('../../dist/', import.meta.url));
+
+const source = await migrationsDataSource();
+if ((await readFile(MIGRATIONS_DATA_FILE, 'utf8').catch(() => '')) !== source) {
+  await writeFile(MIGRATIONS_DATA_FILE, source);
+  console.log('[build] regenerated src/store/migrations-data.ts (commit it)');
+}
+await rm(dist, { recursive: true, force: true });
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+const cli = `${dist}cli.js`;
+if (!(await readFile(cli, 'utf8')).startsWith('#!/usr/bin/env node\n')) throw new Error('dist/cli.js lacks its #!/usr/bin/env node line');
+await chmod(cli, 0o755);
+console.log('[build] dist/ written');

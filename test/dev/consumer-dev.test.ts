@@ -1,0 +1,131 @@
+/**
+ * `skiplock dev` in a project of its own: it prints DATABASE_URL once PostgreSQL is up and
+ * migrated and the Neon proxy listens; the production Neon driver reaches the database through
+ * the proxy; SIGINT stops everything it started (the postgres process is gone); a second run
+ * reuses the data in .skiplock/.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { neon, neonConfig } from '@neondatabase/serverless';
+import { afterAll, expect, test } from 'vitest';
+import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { migrations } from '../../src/store/migrations-data.ts';
+import { statement } from '../../src/store/sql.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const NODE = join(ROOT, 'node_modules/.bin/node');
+let project: string;
+const children = new Set<ChildProcess>();
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  if (project) await rm(project, { recursive: true, force: true });
+});
+
+interface Dev {
+  child: ChildProcess;
+  output: () => string;
+  variables: Record<string, string>;
+  exited: Promise<number | null>;
+}
+
+function spawnDev(cwd: string, args: string[]): ChildProcess {
+  const child = spawn(NODE, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', join(ROOT, 'src/cli.ts'), 'dev', ...args], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  return child;
+}
+
+async function startDev(cwd: string): Promise<Dev> {
+  const child = spawnDev(cwd, ['--pg-port', '0', '--proxy-port', '0']);
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+  const deadline = Date.now() + 45_000;
+  while (!/NEON_WS_PROXY=\S+/.test(output)) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`skiplock dev did not get ready:\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const variables = Object.fromEntries([...output.matchAll(/^ {2}(DATABASE_URL|NEON_FETCH_ENDPOINT|NEON_WS_PROXY)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+  return { child, output: () => output, variables, exited };
+}
+
+async function postgresPid(): Promise<number> {
+  return Number((await readFile(join(project, '.skiplock/postgres/postmaster.pid'), 'utf8')).split('\n')[0]);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test('skiplock dev: PostgreSQL migrated, the Neon proxy, the variables; SIGINT stops it all', async () => {
+  project = await mkdtemp(join(tmpdir(), 'skiplock-dev-'));
+  await chmod(project, 0o755); // as root, the postgres user must reach .skiplock/postgres
+
+  const dev = await startDev(project);
+  expect(Object.keys(dev.variables).sort()).toEqual(['DATABASE_URL', 'NEON_FETCH_ENDPOINT', 'NEON_WS_PROXY']);
+  expect(await readFile(join(project, '.skiplock/dev.env'), 'utf8')).toBe(
+    `DATABASE_URL=${dev.variables.DATABASE_URL}\nNEON_FETCH_ENDPOINT=${dev.variables.NEON_FETCH_ENDPOINT}\nNEON_WS_PROXY=${dev.variables.NEON_WS_PROXY}\n`,
+  );
+
+  const sql = createPgDriver(dev.variables.DATABASE_URL!, { max: 1 });
+  try {
+    const applied = await sql.query<{ id: number }>(statement('SELECT id FROM skiplock.migration ORDER BY id'));
+    expect(applied.map((r) => r.id)).toEqual(migrations.map((m) => m.id));
+  } finally {
+    await sql.close();
+  }
+
+  // The production HTTP driver, pointed at the local proxy as the printed variables say.
+  neonConfig.fetchEndpoint = dev.variables.NEON_FETCH_ENDPOINT!;
+  const [row] = await neon(dev.variables.DATABASE_URL!).query('SELECT count(*)::int AS jobs FROM skiplock.job');
+  expect(row).toEqual({ jobs: 0 });
+
+  const pid = await postgresPid();
+  expect(alive(pid)).toBe(true);
+  dev.child.kill('SIGINT');
+  expect(await dev.exited).toBe(0);
+  expect(dev.output()).toContain('SIGINT: stopping');
+  expect(alive(pid)).toBe(false);
+
+  // The data stays: a second run finds the database migrated and applies nothing.
+  const again = await startDev(project);
+  expect(again.output()).not.toContain('applied migrations');
+  again.child.kill('SIGINT');
+  expect(await again.exited).toBe(0);
+});
+
+test('a start that fails stops what it started and exits 1 (it does not hang)', async () => {
+  const busy = createServer();
+  await new Promise<void>((done) => busy.listen(0, '127.0.0.1', done));
+  const { port } = busy.address() as AddressInfo;
+  try {
+    const child = spawnDev(project, ['--pg-port', '0', '--proxy-port', String(port)]);
+    let output = '';
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    const code = await new Promise<number | null>((done) => {
+      const timer = setTimeout(() => done(-1), 30_000);
+      child.on('exit', (exitCode) => (clearTimeout(timer), done(exitCode)));
+    });
+    expect(output).toContain('[skiplock dev] failed:');
+    expect(code).toBe(1);
+    // PostgreSQL had started (before the proxy) and was stopped cleanly: it removes its postmaster.pid.
+    expect(existsSync(join(project, '.skiplock/postgres/PG_VERSION'))).toBe(true);
+    expect(existsSync(join(project, '.skiplock/postgres/postmaster.pid'))).toBe(false);
+  } finally {
+    busy.close();
+  }
+});
