@@ -154,7 +154,7 @@ function printReady({ url, token, database, cliDatabaseUrl }: Ready): void {
   // Single quotes for the shell: the URL has none (base64url password, fixed user and database).
   const cli = cliDatabaseUrl === undefined ? '' : `
   CLI        export DATABASE_URL='${cliDatabaseUrl}'
-             npx skiplock jobs --status dead`;
+             npm run cli -- jobs --status dead`;
   console.log(`
 skiplock is running: ${useNode ? 'the Node runner, ticking every second' : 'the Worker in workerd (wrangler dev), ticked by a local minute cron'}
   URL        ${url}   (dashboard: ${url}/ , API docs: ${url}/openapi.json)
