@@ -12,7 +12,7 @@ import type { Hono } from 'hono';
 import { createApp, type AppOptions } from './http/app.ts';
 import { asSubApp } from './http/mount.ts';
 
-export { createApp, type AppOptions } from './http/app.ts';
+export { createApp, longestJobTimeoutMs, type AppOptions } from './http/app.ts';
 export type { App } from './http/app-types.ts';
 
 /** The app as a hono sub-app: `parent.route(prefix, createSkiplockApp(options))`, or served on its own. */
