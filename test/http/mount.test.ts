@@ -107,7 +107,11 @@ describe('skiplock/vercel: createNextHandlers in app/api/skiplock/[...path]/rout
   });
 
   test('the route handlers serve the API and the cron tick under /api/skiplock (the default basePath)', async () => {
-    const created = await POST(new Request('https://app.example/api/skiplock/v1/jobs', { method: 'POST', headers: auth, body: echo('next') }));
+    // A 3 s tick claims jobs of at most 2 s: a longer timeout is refused at enqueue (maxJobTimeoutMs).
+    const tooLong = await POST(new Request('https://app.example/api/skiplock/v1/jobs', { method: 'POST', headers: auth, body: echo('next') }));
+    expect(tooLong.status).toBe(400);
+    const body = JSON.stringify({ task: 'echo', payload: { message: 'next' }, timeoutMs: 2_000 });
+    const created = await POST(new Request('https://app.example/api/skiplock/v1/jobs', { method: 'POST', headers: auth, body }));
     expect(created.status).toBe(201);
     const cron = await GET(new Request('https://app.example/api/skiplock/v1/tick', { headers: { authorization: `Bearer ${CRON}` } }));
     expect(cron.status).toBe(200);
