@@ -3,12 +3,12 @@ import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
 import { findUnstorableJson, unstorableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
-import { insertJobs, jobsByIdempotencyKey, type NewJobRow } from '../store/jobs.ts';
+import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob, type NewJobRow } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
 
-const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
+export const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
 
 /** Text PostgreSQL can store (no NUL, no unpaired surrogate). */
 const storableString = z.string().superRefine((text, ctx) => {
@@ -20,7 +20,7 @@ const storableString = z.string().superRefine((text, ctx) => {
 // and past 9999 toISOString() writes +010000-…, which PostgreSQL cannot read).
 const FIRST_STORABLE_MS = Date.parse('0001-01-01T00:00:00Z');
 const LAST_STORABLE_MS = Date.parse('9999-12-31T23:59:59.999Z');
-const storableInstant = z.union([z.date(), z.iso.datetime({ offset: true })]).refine(
+export const storableInstant = z.union([z.date(), z.iso.datetime({ offset: true })]).refine(
   (at) => {
     const ms = new Date(at).getTime();
     return ms >= FIRST_STORABLE_MS && ms <= LAST_STORABLE_MS;
@@ -45,9 +45,24 @@ export const enqueueInputSchema = z.strictObject({
   timeoutMs: z.number().int().min(1).max(24 * 3600 * 1000).optional(),
   /** Enqueueing the same key again returns the original job and writes nothing. */
   idempotencyKey: storableString.min(1).max(255).optional(),
+  /**
+   * While a job of this task with this key is QUEUED (not yet claimed), enqueueing again updates
+   * it instead of adding one: due `delayMs` from now, but at most `maxDelayMs` after the first
+   * enqueue; payload of the `last` enqueue (default) or kept from the `first`. Not with runAt,
+   * delayMs or idempotencyKey.
+   */
+  debounce: z.strictObject({
+    key: storableString.min(1).max(255),
+    delayMs: z.number().int().min(0).max(MAX_DELAY_MS),
+    maxDelayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
+    keep: z.enum(['first', 'last']).optional(),
+  }).optional(),
 }).refine((input) => input.runAt === undefined || input.delayMs === undefined, {
   message: 'give runAt or delayMs, not both',
   path: ['delayMs'],
+}).refine((input) => input.debounce === undefined || (input.runAt === undefined && input.delayMs === undefined && input.idempotencyKey === undefined), {
+  message: 'debounce sets the run time itself and cannot be combined with runAt, delayMs or idempotencyKey',
+  path: ['debounce'],
 });
 
 export type EnqueueInput = z.input<typeof enqueueInputSchema>;
@@ -74,7 +89,7 @@ export function checkTaskPayload(task: Task, payload: unknown, path: (string | n
 }
 
 /** Validates one input completely (envelope, task, payload) into the row to insert. */
-function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]): NewJobRow {
+function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]): NewJobRow & { debounce?: DebounceOption | undefined } {
   const parsed = enqueueInputSchema.safeParse(raw);
   if (!parsed.success) throw new SkiplockError('invalid_request', 'invalid job', toIssues(parsed.error, path));
   const input = parsed.data;
@@ -92,8 +107,11 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
     idempotency_key: input.idempotencyKey ?? null,
     schedule_name: null,
     scheduled_for: null,
+    debounce: input.debounce,
   };
 }
+
+type DebounceOption = NonNullable<z.output<typeof enqueueInputSchema>['debounce']>;
 
 /**
  * Refuses jobs whose timeout — given, or their task's — is longer than `maxTimeoutMs`, the longest
@@ -144,8 +162,22 @@ export async function enqueueJobs(
     keys.add(row.idempotency_key);
   }
   if (rows.length === 0) return [];
+  const debounced = rows.findIndex((row) => row.debounce !== undefined);
+  if (debounced !== -1) {
+    // ON CONFLICT has one arbiter per statement, and a batch may name one key twice: one at a time.
+    if (batch)
+      throw new SkiplockError('invalid_request', 'debounce is for single enqueues, not batches', [
+        { path: ['jobs', debounced, 'debounce'], message: 'not in a batch' },
+      ]);
+    const { debounce, ...row } = rows[0]!;
+    const [returned] = await sql.query(upsertDebouncedJob({
+      now,
+      job: { ...row, delay_ms: debounce!.delayMs, debounce_key: debounce!.key, max_delay_ms: debounce!.maxDelayMs ?? null, keep: debounce!.keep ?? 'last' },
+    }));
+    return [{ job: mapJob(returned!), created: toBool(returned!.inserted) }];
+  }
 
-  const returned = await sql.query(insertJobs({ jobs: rows, now }));
+  const returned = await sql.query(insertJobs({ jobs: rows.map(({ debounce: _, ...row }) => row), now }));
   // A key committed by a concurrent enqueue after the statement's snapshot is in neither half of
   // its answer (see insertJobs): read those again, now that they are committed.
   const answered = new Set(returned.map((row) => row.idempotency_key));

@@ -167,7 +167,7 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
     },
     migrate: (migrations) => migrate(sql, migrations),
     tickTotals: tickMetrics.totals,
-    ...createAdminOperations(sql, now),
+    ...createAdminOperations(sql, now, registry),
     ...schedules,
   };
 }
