@@ -115,7 +115,7 @@ test('pause under running ticks: nothing of the task is claimed once the pause h
   const iterations = [0, 0, 0, 0, 0, 0];
   const loops = iterations.map(async (_, i) => {
     while (!stop) {
-      await skiplock.tick({ batchSize: 5, workerId: `w${i}`, untilIdle: true });
+      await skiplock.tick({ concurrency: 5, workerName: `w${i}`, untilIdle: true });
       iterations[i]! += 1;
     }
   });
@@ -183,7 +183,7 @@ test('reschedule racing claims: either the claim wins (409) or the new payload a
   const jobs = (await skiplock.enqueueBatch(Array.from({ length: 300 }, () => ({ task: 'race', payload: { v: 'old' } })))).map((r) => r.job);
   let stop = false;
   const loops = Array.from({ length: 4 }, async (_, i) => {
-    while (!stop) await skiplock.tick({ batchSize: 3, workerId: `r${i}`, untilIdle: true });
+    while (!stop) await skiplock.tick({ concurrency: 3, workerName: `r${i}`, untilIdle: true });
   });
   const outcomes = await Promise.all(
     jobs.map(async (job, i) => {
