@@ -101,6 +101,11 @@ export interface TaskInfo {
   debounced: number;
 }
 
+/** A TaskInfo as JSON (the HTTP API and the CLI). */
+export function taskToJson(task: TaskInfo) {
+  return { ...task, pausedAt: task.pausedAt?.toISOString() ?? null };
+}
+
 const TASK_NAME = z.string().min(1).max(200).refine((name) => unstorableText(name) === undefined, 'not storable text');
 
 export const ACTIVITY_MINUTES = { default: 60, max: 24 * 60 } as const;

@@ -1,6 +1,6 @@
 /** /v1/tasks: each task's counts and state; pause and resume (issue 14). */
 import { createRoute } from '@hono/zod-openapi';
-import type { TaskInfo } from '../../runtime/admin.ts';
+import { taskToJson } from '../../runtime/admin.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { bearerSecurity, errorResponses, jsonContent, TaskEnvelope, TaskList, TaskNameParam } from '../schemas.ts';
 
@@ -35,10 +35,6 @@ const resumeRoute = createRoute({
   request: { params: TaskNameParam },
   responses: { 200: jsonContent(TaskEnvelope, 'Active'), ...errorResponses(400, 401) },
 });
-
-export function taskToJson(task: TaskInfo) {
-  return { ...task, pausedAt: task.pausedAt?.toISOString() ?? null };
-}
 
 export function registerTaskRoutes(app: App, deps: RouteDeps): void {
   const { skiplock } = deps;
