@@ -186,3 +186,12 @@ export function taskOverview(): Statement {
       ORDER BY coalesce(c.task, p.name) COLLATE "C"`,
   );
 }
+
+/** Why a QUEUED job waits, beyond its run_at: its task paused, a debounce key still pushing it back. */
+export function jobWaitFacts(p: { id: string }): Statement {
+  return statement(
+    `SELECT j.debounce_key, EXISTS (SELECT 1 FROM skiplock.paused_task t WHERE t.name = j.task) AS task_paused
+       FROM skiplock.job j WHERE j.id = $1::bigint`,
+    [p.id],
+  );
+}
