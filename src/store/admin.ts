@@ -195,3 +195,16 @@ export function jobWaitFacts(p: { id: string }): Statement {
     [p.id],
   );
 }
+
+/**
+ * For /metrics: the paused tasks, and the QUEUED jobs waiting on a debounce by task. Cheap
+ * whatever the table's size: the paused_task rows, and job_debounce_idx (only debounced QUEUED
+ * jobs are in it). One row per task: `paused` and `debounced`.
+ */
+export function flowControlGauges(): Statement {
+  return statement(
+    `SELECT coalesce(d.task, p.name) AS task, p.name IS NOT NULL AS paused, coalesce(d.n, 0)::int AS debounced
+       FROM (SELECT task, count(*) AS n FROM skiplock.job WHERE status = 'QUEUED' AND debounce_key IS NOT NULL GROUP BY task) d
+       FULL JOIN skiplock.paused_task p ON p.name = d.task`,
+  );
+}

@@ -79,3 +79,14 @@ test('the OpenAPI document has the new routes', async () => {
   expect(doc.paths['/v1/tasks/{name}/resume'].post).toBeDefined();
   expect(doc.components.schemas.EnqueueInput.properties.debounce).toBeDefined();
 });
+
+test('/metrics exports paused tasks and debounced jobs', async () => {
+  await t.skiplock.pauseTask('poison');
+  await t.skiplock.enqueue({ task: 'echo', payload: { message: 'm' }, debounce: { key: 'metrics', delayMs: 60_000 } });
+  const text = await (await t.call('GET', '/metrics')).text();
+  expect(text).toContain('# TYPE skiplock_task_paused gauge');
+  expect(text).toContain('skiplock_task_paused{task="poison"} 1');
+  expect(text).toMatch(/skiplock_jobs_debounced\{task="echo"\} [1-9]/);
+  await t.skiplock.resumeTask('poison');
+  expect(await (await t.call('GET', '/metrics')).text()).not.toContain('skiplock_task_paused{');
+});
