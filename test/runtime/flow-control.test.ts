@@ -209,3 +209,22 @@ test('reschedule racing claims: either the claim wins (409) or the new payload a
   }
   expect(outcomes).toContain('moved');
 });
+
+test('a paused task\'s schedules keep firing into the queue; its jobs wait for resume', async () => {
+  let clockMs = T0 + 900_000;
+  const ran: unknown[] = [];
+  const tasks = [defineTask({ name: 'cronned', payload: z.object({}), handler: () => void ran.push(1) })];
+  const skiplock = createSkiplock({ sql: db.sql, tasks, log: () => {}, now: () => new Date(clockMs), retention: false });
+  await skiplock.pauseTask('cronned');
+  await skiplock.putSchedule('every-minute', { every: 60_000, task: 'cronned', catchUp: 'all' });
+  for (let i = 0; i < 3; i++) {
+    clockMs += 60_000;
+    await skiplock.tick({ untilIdle: true });
+  }
+  const queued = (await skiplock.listTasks()).find((t) => t.name === 'cronned')!;
+  expect(queued.counts.QUEUED).toBeGreaterThanOrEqual(2);
+  expect(ran).toHaveLength(0);
+  await skiplock.resumeTask('cronned');
+  await skiplock.tick({ untilIdle: true });
+  expect(ran.length).toBe(queued.counts.QUEUED);
+});
