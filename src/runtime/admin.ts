@@ -150,10 +150,10 @@ export interface AdminOperations {
 }
 
 export function createAdminOperations(sql: Sql, now: () => Clock, registry?: TaskRegistry): AdminOperations {
-  const listTasks = async (): Promise<TaskInfo[]> => {
-    const rows = await sql.query(taskOverview());
+  const listTasks = async (only: string | null = null): Promise<TaskInfo[]> => {
+    const rows = await sql.query(taskOverview({ task: only }));
     const byName = new Map<string, TaskInfo>();
-    for (const name of registry?.keys() ?? []) byName.set(name, { name, state: 'active', pausedAt: null, counts: zeroCounts(), debounced: 0 });
+    for (const name of only === null ? (registry?.keys() ?? []) : [only]) byName.set(name, { name, state: 'active', pausedAt: null, counts: zeroCounts(), debounced: 0 });
     for (const row of rows) {
       const counts = zeroCounts();
       for (const [status, n] of row.counts as [JobStatus, number][]) counts[status] = n;
@@ -167,7 +167,8 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
     if (!parsed.success) throw new SkiplockError('invalid_request', 'invalid task name', toIssues(parsed.error, ['name']));
     return parsed.data;
   };
-  const taskInfo = async (name: string) => (await listTasks()).find((t) => t.name === name)!;
+  /** One task's row: its counts by the task index, not a count of the whole table. */
+  const taskInfo = async (name: string) => (await listTasks(name)).find((t) => t.name === name)!;
 
   /** Runs one of the single-job updates and sorts its answer into updated / unchanged / missing. */
   async function updateOne(id: string, build: (p: { now: Clock; id: string }) => ReturnType<typeof cancelJob>, action: string) {
@@ -255,9 +256,9 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
     },
     async resumeTask(name) {
       await sql.query(resumeTask({ name: taskName(name) }));
-      return (await listTasks()).find((t) => t.name === name) ?? { name, state: 'active', pausedAt: null, counts: zeroCounts(), debounced: 0 };
+      return taskInfo(name);
     },
-    listTasks,
+    listTasks: () => listTasks(),
     async ping() {
       await sql.query(ping());
     },

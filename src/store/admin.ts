@@ -167,23 +167,24 @@ export function resumeTask(p: { name: string }): Statement {
 }
 
 /**
- * Every task with jobs or paused, in one row each: its counts by status as [[status, n], …]
+ * Every task with jobs or paused (or only `task`), in one row each: its counts by status as [[status, n], …]
  * (`counts`), the paused instant (null: active), and how many of its QUEUED jobs wait on a
  * debounce (`debounced`).
  */
-export function taskOverview(): Statement {
+export function taskOverview(p: { task: string | null } = { task: null }): Statement {
   return statement(
     `WITH counts AS (
        SELECT task, jsonb_agg(jsonb_build_array(status, n)) AS counts, sum(d)::int AS debounced
          FROM (SELECT task, status, count(*)::int AS n,
                       count(*) FILTER (WHERE status = 'QUEUED' AND debounce_key IS NOT NULL)::int AS d
-                 FROM skiplock.job GROUP BY task, status) g
+                 FROM skiplock.job WHERE ($1::text IS NULL OR task = $1::text) GROUP BY task, status) g
         GROUP BY task
      )
      SELECT coalesce(c.task, p.name) AS task, coalesce(c.counts, '[]'::jsonb) AS counts,
             coalesce(c.debounced, 0) AS debounced, p.paused_at
-       FROM counts c FULL JOIN skiplock.paused_task p ON p.name = c.task
+       FROM counts c FULL JOIN (SELECT * FROM skiplock.paused_task WHERE $1::text IS NULL OR name = $1::text) p ON p.name = c.task
       ORDER BY coalesce(c.task, p.name) COLLATE "C"`,
+    [p.task],
   );
 }
 
