@@ -23,6 +23,7 @@ import type { Task } from './runtime/task.ts';
 import { databaseUrlProblem, describeConnectionError } from './store/drivers/database-url.ts';
 import { jobToJson } from './store/rows.ts';
 import { migrations } from './store/migrations-data.ts';
+import { taskToJson } from './runtime/admin.ts';
 
 const USAGE = `usage: skiplock <command> [options]
 
@@ -31,6 +32,13 @@ commands:
   enqueue <task> [payload-json]    enqueue one job; prints {"job", "created"}
       --run-at ISO | --delay-ms N  when it becomes due (default: now)
       --priority N  --max-attempts N  --timeout-ms N  --idempotency-key K
+      --debounce-key K --debounce-ms N [--debounce-max-ms N] [--debounce-keep first|last]
+                                   debounce: update the QUEUED job of that key instead of adding one
+  reschedule <id> [payload-json]   change a QUEUED job; prints {"job"}
+      --run-at ISO | --delay-ms N (0: run now)  --priority N
+  tasks                            each task's counts by status, paused or active; prints {"tasks"}
+  pause <task>                     no tick claims the task's jobs until resumed (schedules keep firing)
+  resume <task>                    claim the task's jobs again
   jobs                             list jobs, newest first; prints {"jobs", "nextCursor"}
       --status S  --task T  --limit N (1-500, default 50)  --cursor C
   dev                              local PostgreSQL + migrations + Neon proxy for your project (skiplock dev --help)
@@ -54,6 +62,10 @@ const OPTIONS = {
   'max-attempts': { type: 'string' },
   'timeout-ms': { type: 'string' },
   'idempotency-key': { type: 'string' },
+  'debounce-key': { type: 'string' },
+  'debounce-ms': { type: 'string' },
+  'debounce-max-ms': { type: 'string' },
+  'debounce-keep': { type: 'string' },
   status: { type: 'string' },
   task: { type: 'string' },
   limit: { type: 'string' },
@@ -136,8 +148,36 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
       if (values['max-attempts'] !== undefined) input.maxAttempts = integer(values['max-attempts'], '--max-attempts');
       if (values['timeout-ms'] !== undefined) input.timeoutMs = integer(values['timeout-ms'], '--timeout-ms');
       if (values['idempotency-key'] !== undefined) input.idempotencyKey = values['idempotency-key'];
+      if (values['debounce-key'] !== undefined || values['debounce-ms'] !== undefined) {
+        if (values['debounce-key'] === undefined || values['debounce-ms'] === undefined) throw new UsageError('--debounce-key and --debounce-ms go together');
+        input.debounce = {
+          key: values['debounce-key'],
+          delayMs: integer(values['debounce-ms'], '--debounce-ms'),
+          ...(values['debounce-max-ms'] !== undefined ? { maxDelayMs: integer(values['debounce-max-ms'], '--debounce-max-ms') } : {}),
+          ...(values['debounce-keep'] !== undefined ? { keep: values['debounce-keep'] } : {}),
+        };
+      }
       const { job, created } = await skiplock.enqueueWithResult(input as EnqueueInput);
       return { job: jobToJson(job), created };
+    }
+    case 'reschedule': {
+      if (args.length < 1 || args.length > 2) throw new UsageError('reschedule takes <id> and an optional payload (JSON)');
+      const input: Record<string, unknown> = {};
+      if (args[1] !== undefined) input.payload = parseJson(args[1]);
+      if (values['run-at'] !== undefined) input.runAt = values['run-at'];
+      if (values['delay-ms'] !== undefined) input.delayMs = integer(values['delay-ms'], '--delay-ms');
+      if (values.priority !== undefined) input.priority = integer(values.priority, '--priority');
+      return { job: jobToJson(await skiplock.rescheduleJob(args[0]!, input)) };
+    }
+    case 'tasks': {
+      expectArgs(args, 0);
+      return { tasks: (await skiplock.listTasks()).map(taskToJson) };
+    }
+    case 'pause':
+    case 'resume': {
+      if (args.length !== 1) throw new UsageError(`${command} takes <task>`);
+      const task = command === 'pause' ? await skiplock.pauseTask(args[0]!) : await skiplock.resumeTask(args[0]!);
+      return { task: taskToJson(task) };
     }
     case 'jobs': {
       expectArgs(args, 0);

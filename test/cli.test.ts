@@ -100,6 +100,28 @@ test('--tasks registers a module of tasks beside the examples', async () => {
   expect(done.json.jobs[0]).toMatchObject({ status: 'DONE', result: { text: 'HI' } });
 });
 
+test('tasks, pause, resume; reschedule; a debounced enqueue', async () => {
+  const paused = await cli(['pause', 'poison']);
+  expect(paused.code, paused.stderr).toBe(0);
+  expect(paused.json.task).toMatchObject({ name: 'poison', state: 'paused' });
+  const tasks = await cli(['tasks']);
+  expect(tasks.json.tasks.find((t: any) => t.name === 'poison')).toMatchObject({ state: 'paused', counts: { QUEUED: 1 } });
+  const queued = (await cli(['jobs', '--task', 'poison', '--status', 'queued'])).json.jobs[0];
+  const now = await cli(['reschedule', queued.id, '--delay-ms', '0', '--priority', '4']);
+  expect(now.code, now.stderr).toBe(0);
+  expect(now.json.job).toMatchObject({ id: queued.id, priority: 4 });
+  expect((await cli(['tick', '--budget', '20000'])).json).toMatchObject({ claimed: 0 });
+  expect((await cli(['resume', 'poison'])).json.task).toMatchObject({ state: 'active', pausedAt: null });
+  expect((await cli(['tick', '--budget', '20000'])).json).toMatchObject({ claimed: 1 });
+  expect((await cli(['reschedule', queued.id, '--delay-ms', '0'])).json).toMatchObject({ error: { code: 'conflict' } });
+  const a = await cli(['enqueue', 'echo', '{"message":"a"}', '--debounce-key', 'k', '--debounce-ms', '60000']);
+  const b = await cli(['enqueue', 'echo', '{"message":"b"}', '--debounce-key', 'k', '--debounce-ms', '60000', '--debounce-keep', 'first']);
+  expect(a.json.created).toBe(true);
+  expect(b.json).toMatchObject({ created: false, job: { id: a.json.job.id, payload: { message: 'a' } } });
+  expect((await cli(['pause'])).code).toBe(2);
+  expect((await cli(['enqueue', 'echo', '--debounce-key', 'k'])).code).toBe(2);
+});
+
 test('usage errors exit 2', async () => {
   for (const args of [[], ['frobnicate'], ['jobs', '--status', 'SOON'], ['jobs', '--limit', 'ten'], ['enqueue'], ['migrate', 'extra'], ['tick', '--bogus']]) {
     const run = await cli(args);

@@ -22,6 +22,7 @@ import { registerJobRoutes } from './routes/jobs.ts';
 import { registerMetricsRoutes } from './routes/metrics.ts';
 import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerStatsRoutes } from './routes/stats.ts';
+import { registerTaskRoutes } from './routes/tasks.ts';
 import { registerTickRoutes } from './routes/tick.ts';
 
 export interface AppOptions {
@@ -119,6 +120,7 @@ export function createApp(options: AppOptions): App {
 
   registerJobRoutes(app, deps);
   registerStatsRoutes(app, deps);
+  registerTaskRoutes(app, deps);
   registerScheduleRoutes(app, deps);
   registerTickRoutes(app, deps);
   registerHealthRoutes(app, deps);

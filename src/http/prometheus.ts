@@ -20,7 +20,14 @@ function family(name: string, type: 'gauge' | 'counter' | 'histogram', help: str
 }
 
 /** Gauges come from the database (the same for every isolate); counters from this isolate's ticks. */
-export function renderMetrics(stats: JobStats, ticks: TickTotals): string {
+export interface FlowControlGauge {
+  task: string;
+  paused: boolean;
+  /** QUEUED jobs waiting on a debounce. */
+  debounced: number;
+}
+
+export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly FlowControlGauge[] = []): string {
   const byTask = Object.entries(stats.byTask).flatMap(([task, counts]) =>
     Object.entries(counts).map(([status, n]) => sample('skiplock_jobs', n, { status, task })),
   );
@@ -37,6 +44,8 @@ export function renderMetrics(stats: JobStats, ticks: TickTotals): string {
     ...family('skiplock_oldest_queued_age_seconds', 'gauge', 'How long the longest-waiting due QUEUED job has waited past its run time.', [
       sample('skiplock_oldest_queued_age_seconds', stats.oldestQueuedAgeMs / 1000),
     ]),
+    ...family('skiplock_task_paused', 'gauge', 'Paused tasks (1): no tick claims their jobs.', flow.filter((f) => f.paused).map((f) => sample('skiplock_task_paused', 1, { task: f.task }))),
+    ...family('skiplock_jobs_debounced', 'gauge', 'QUEUED jobs waiting on a debounce, by task.', flow.filter((f) => f.debounced > 0).map((f) => sample('skiplock_jobs_debounced', f.debounced, { task: f.task }))),
     ...counter('skiplock_ticks_total', 'Ticks run by this process or isolate.', ticks.ticks),
     ...counter('skiplock_tick_failures_total', 'Ticks that threw.', ticks.failedTicks),
     ...counter('skiplock_claims_total', 'Jobs claimed.', ticks.claimed),

@@ -6,7 +6,7 @@ import { z } from '@hono/zod-openapi';
 import { ATTEMPT_OUTCOMES } from '../core/attempt-history.ts';
 import { JOB_STATUSES } from '../core/types.ts';
 import { unstorableText } from '../core/json.ts';
-import { LIST_LIMIT, RETRY_DEAD_LIMIT } from '../runtime/admin.ts';
+import { LIST_LIMIT, rescheduleInputSchema, RETRY_DEAD_LIMIT } from '../runtime/admin.ts';
 import { enqueueInputSchema } from '../runtime/enqueue.ts';
 import { scheduleInputSchema } from '../runtime/schedule-definition.ts';
 import { SCHEDULE_LIST_LIMIT } from '../runtime/schedules.ts';
@@ -29,6 +29,15 @@ export const storableText = z.string().superRefine((text, ctx) => {
 export const EnqueueInput = enqueueInputSchema.clone().openapi('EnqueueInput', {
   description: 'One job. `payload` is checked against the task’s own schema.',
   example: { task: 'echo', payload: { message: 'hello' } },
+});
+
+export const RescheduleInput = rescheduleInputSchema.clone().openapi('RescheduleInput', {
+  description: 'At least one field. `payload` is checked against the job’s task; `delayMs: 0` runs it now.',
+  example: { delayMs: 0 },
+});
+
+export const TaskNameParam = z.object({
+  name: storableText.min(1).max(200).openapi({ param: { name: 'name', in: 'path' }, example: 'send-email' }),
 });
 
 export const EnqueueBatchInput = z
@@ -217,6 +226,19 @@ export const ScheduleEnvelope = z.object({ schedule: Schedule }).openapi('Schedu
 export const ScheduleList = z
   .object({ schedules: z.array(Schedule), nextCursor: z.string().nullable().openapi({ description: 'null on the last page' }) })
   .openapi('ScheduleList');
+
+export const TaskInfo = z
+  .object({
+    name: z.string(),
+    state: z.enum(['paused', 'active']),
+    pausedAt: instant.nullable(),
+    counts: Counts,
+    debounced: z.number().int().openapi({ description: 'QUEUED jobs waiting on a debounce' }),
+  })
+  .openapi('Task');
+
+export const TaskEnvelope = z.object({ task: TaskInfo }).openapi('TaskEnvelope');
+export const TaskList = z.object({ tasks: z.array(TaskInfo) }).openapi('TaskList');
 
 export const Health = z.object({ ok: z.boolean() }).openapi('Health');
 

@@ -5,7 +5,11 @@
 import { checkRange, SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
-import { cancelJob, currentTime, deadJobsByTask, jobStats, listJobs, ping, retryDeadJobs, retryJob } from '../store/admin.ts';
+import { z } from 'zod';
+import { cancelJob, currentTime, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
+import { getJob } from '../store/jobs.ts';
+import { checkTaskPayload, MAX_DELAY_MS, storableInstant, toIssues } from './enqueue.ts';
+import type { TaskRegistry } from './task.ts';
 import { jobActivity } from '../store/dashboard.ts';
 import type { Clock } from '../store/clock.ts';
 import { mapJob, toBool, toDate } from '../store/rows.ts';
@@ -73,6 +77,37 @@ export interface ActivityMinute {
   retrying: number;
 }
 
+/** What rescheduleJob changes; at least one field. */
+export const rescheduleInputSchema = z.strictObject({
+  /** The new due time (ISO-8601 with offset, or a Date). */
+  runAt: storableInstant.optional(),
+  /** Due this many ms after now (0: run now). */
+  delayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
+  /** The new payload, checked against the job's task as at enqueue. */
+  payload: z.unknown().optional(),
+  priority: z.number().int().min(-32768).max(32767).optional(),
+}).refine((input) => input.runAt === undefined || input.delayMs === undefined, { message: 'give runAt or delayMs, not both', path: ['delayMs'] })
+  .refine((input) => Object.values(input).some((v) => v !== undefined), { message: 'give at least one of runAt, delayMs, payload, priority' });
+
+export type RescheduleInput = z.input<typeof rescheduleInputSchema>;
+
+/** One task as `listTasks` shows it. */
+export interface TaskInfo {
+  name: string;
+  state: 'paused' | 'active';
+  pausedAt: Date | null;
+  counts: CountsByStatus;
+  /** QUEUED jobs waiting on a debounce (enqueues with their key still push them back). */
+  debounced: number;
+}
+
+/** A TaskInfo as JSON (the HTTP API and the CLI). */
+export function taskToJson(task: TaskInfo) {
+  return { ...task, pausedAt: task.pausedAt?.toISOString() ?? null };
+}
+
+const TASK_NAME = z.string().min(1).max(200).refine((name) => unstorableText(name) === undefined, 'not storable text');
+
 export const ACTIVITY_MINUTES = { default: 60, max: 24 * 60 } as const;
 
 export interface AdminOperations {
@@ -96,13 +131,45 @@ export interface AdminOperations {
    * and what failed, by each job's current state (jobs deleted by retention are not counted).
    */
   activity(minutes?: number): Promise<ActivityMinute[]>;
+  /**
+   * Changes a QUEUED job's due time, payload (validated against its task as at enqueue) or
+   * priority, in one statement; not_found, or conflict for a job in any other state (a claim that
+   * got there first wins). `{ delayMs: 0 }` is "run now".
+   */
+  rescheduleJob(id: string, input: RescheduleInput): Promise<Job>;
+  /** No tick claims this task's jobs until resumeTask; running jobs finish, schedules keep firing. Idempotent. */
+  pauseTask(name: string): Promise<TaskInfo>;
+  /** Undoes pauseTask (idempotent). */
+  resumeTask(name: string): Promise<TaskInfo>;
+  /** Every task registered here, with jobs, or paused: counts by status, paused or active, debounced jobs. */
+  listTasks(): Promise<TaskInfo[]>;
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>;
   /** The database's now (or the injected test clock): ages shown to people are measured from it. */
   currentTime(): Promise<Date>;
 }
 
-export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperations {
+export function createAdminOperations(sql: Sql, now: () => Clock, registry?: TaskRegistry): AdminOperations {
+  const listTasks = async (only: string | null = null): Promise<TaskInfo[]> => {
+    const rows = await sql.query(taskOverview({ task: only }));
+    const byName = new Map<string, TaskInfo>();
+    for (const name of only === null ? (registry?.keys() ?? []) : [only]) byName.set(name, { name, state: 'active', pausedAt: null, counts: zeroCounts(), debounced: 0 });
+    for (const row of rows) {
+      const counts = zeroCounts();
+      for (const [status, n] of row.counts as [JobStatus, number][]) counts[status] = n;
+      const pausedAt = row.paused_at === null || row.paused_at === undefined ? null : toDate(row.paused_at);
+      byName.set(String(row.task), { name: String(row.task), state: pausedAt ? 'paused' : 'active', pausedAt, counts, debounced: Number(row.debounced) });
+    }
+    return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  };
+  const taskName = (name: string) => {
+    const parsed = TASK_NAME.safeParse(name);
+    if (!parsed.success) throw new SkiplockError('invalid_request', 'invalid task name', toIssues(parsed.error, ['name']));
+    return parsed.data;
+  };
+  /** One task's row: its counts by the task index, not a count of the whole table. */
+  const taskInfo = async (name: string) => (await listTasks(name)).find((t) => t.name === name)!;
+
   /** Runs one of the single-job updates and sorts its answer into updated / unchanged / missing. */
   async function updateOne(id: string, build: (p: { now: Clock; id: string }) => ReturnType<typeof cancelJob>, action: string) {
     if (!isJobId(id)) throw notFound(id);
@@ -152,6 +219,46 @@ export function createAdminOperations(sql: Sql, now: () => Clock): AdminOperatio
       const rows = await sql.query(jobActivity({ now: now(), minutes }));
       return rows.map((row) => ({ minute: toDate(row.minute), done: Number(row.done), dead: Number(row.dead), retrying: Number(row.retrying) }));
     },
+    async rescheduleJob(id, raw) {
+      const parsed = rescheduleInputSchema.safeParse(raw);
+      if (!parsed.success) throw new SkiplockError('invalid_request', 'invalid reschedule', toIssues(parsed.error));
+      const input = parsed.data;
+      if (!isJobId(id)) throw notFound(id);
+      let payload: unknown = null;
+      if (input.payload !== undefined) {
+        // The payload is checked against the job's task, so that task is read first (it never changes).
+        const [row] = await sql.query(getJob({ id }));
+        if (!row) throw notFound(id);
+        const job = mapJob(row);
+        if (job.status !== 'QUEUED') throw new SkiplockError('conflict', `job ${id} is ${job.status}: only QUEUED jobs can be rescheduled`);
+        const task = registry?.get(job.task);
+        if (!task) throw new SkiplockError('unknown_task', `task ${JSON.stringify(job.task)} is not registered here: its payload cannot be checked`);
+        const checked = checkTaskPayload(task, input.payload, ['payload']);
+        if ('issues' in checked) throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, checked.issues);
+        payload = checked.value;
+      }
+      return updateOne(
+        id,
+        (p) => rescheduleJob({
+          ...p,
+          runAt: input.runAt === undefined ? null : new Date(input.runAt).toISOString(),
+          delayMs: input.delayMs ?? null,
+          payload,
+          hasPayload: input.payload !== undefined,
+          priority: input.priority ?? null,
+        }),
+        'rescheduled (only QUEUED jobs can)',
+      );
+    },
+    async pauseTask(name) {
+      await sql.query(pauseTask({ now: now(), name: taskName(name) }));
+      return taskInfo(name);
+    },
+    async resumeTask(name) {
+      await sql.query(resumeTask({ name: taskName(name) }));
+      return taskInfo(name);
+    },
+    listTasks: () => listTasks(),
     async ping() {
       await sql.query(ping());
     },

@@ -3,13 +3,13 @@ import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
 import { findUnstorableJson, unstorableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
-import { insertJobs, jobsByIdempotencyKey, type NewJobRow } from '../store/jobs.ts';
+import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob, type NewJobRow } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql, Statement } from '../store/sql.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
 import { isTraceparent } from './tracing.ts';
 
-const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
+export const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
 
 /** Text PostgreSQL can store (no NUL, no unpaired surrogate). */
 const storableString = z.string().superRefine((text, ctx) => {
@@ -21,7 +21,7 @@ const storableString = z.string().superRefine((text, ctx) => {
 // and past 9999 toISOString() writes +010000-…, which PostgreSQL cannot read).
 const FIRST_STORABLE_MS = Date.parse('0001-01-01T00:00:00Z');
 const LAST_STORABLE_MS = Date.parse('9999-12-31T23:59:59.999Z');
-const storableInstant = z.union([z.date(), z.iso.datetime({ offset: true })]).refine(
+export const storableInstant = z.union([z.date(), z.iso.datetime({ offset: true })]).refine(
   (at) => {
     const ms = new Date(at).getTime();
     return ms >= FIRST_STORABLE_MS && ms <= LAST_STORABLE_MS;
@@ -47,13 +47,29 @@ export const enqueueInputSchema = z.strictObject({
   /** Enqueueing the same key again returns the original job and writes nothing. */
   idempotencyKey: storableString.min(1).max(255).optional(),
   /**
+  /**
    * The W3C traceparent each attempt's span descends from. Default: the active OpenTelemetry
    * context's, when @opentelemetry/api is there (src/runtime/tracing.ts); none otherwise.
    */
   traceparent: z.string().max(55).refine(isTraceparent, { message: 'must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)' }).optional(),
+  /**
+   * While a job of this task with this key is QUEUED (not yet claimed), enqueueing again updates
+   * it instead of adding one: due `delayMs` from now, but at most `maxDelayMs` after the first
+   * enqueue; payload of the `last` enqueue (default) or kept from the `first`. Not with runAt,
+   * delayMs or idempotencyKey.
+   */
+  debounce: z.strictObject({
+    key: storableString.min(1).max(255),
+    delayMs: z.number().int().min(0).max(MAX_DELAY_MS),
+    maxDelayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
+    keep: z.enum(['first', 'last']).optional(),
+  }).optional(),
 }).refine((input) => input.runAt === undefined || input.delayMs === undefined, {
   message: 'give runAt or delayMs, not both',
   path: ['delayMs'],
+}).refine((input) => input.debounce === undefined || (input.runAt === undefined && input.delayMs === undefined && input.idempotencyKey === undefined), {
+  message: 'debounce sets the run time itself and cannot be combined with runAt, delayMs or idempotencyKey',
+  path: ['debounce'],
 });
 
 export type EnqueueInput = z.input<typeof enqueueInputSchema>;
@@ -80,7 +96,7 @@ export function checkTaskPayload(task: Task, payload: unknown, path: (string | n
 }
 
 /** Validates one input completely (envelope, task, payload) into the row to insert. */
-function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[], traceparent: string | undefined): NewJobRow {
+function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[], traceparent: string | undefined): NewJobRow & { debounce?: DebounceOption | undefined } {
   const parsed = enqueueInputSchema.safeParse(raw);
   if (!parsed.success) throw new SkiplockError('invalid_request', 'invalid job', toIssues(parsed.error, path));
   const input = parsed.data;
@@ -99,8 +115,11 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
     schedule_name: null,
     scheduled_for: null,
     traceparent: input.traceparent ?? traceparent ?? null,
+    debounce: input.debounce,
   };
 }
+
+type DebounceOption = NonNullable<z.output<typeof enqueueInputSchema>['debounce']>;
 
 /**
  * Refuses jobs whose timeout — given, or their task's — is longer than `maxTimeoutMs`, the longest
@@ -141,7 +160,7 @@ export function prepareEnqueue(
     /** The traceparent of jobs that do not give their own (the caller's active trace context). */
     traceparent?: string | undefined;
   } = {},
-): { statement: Statement; rows: NewJobRow[] } | null {
+): { statement: Statement; rows: NewJobRow[]; debounced: boolean } | null {
   const batch = options.batch ?? inputs.length > 1;
   const rows = inputs.map((input, i) => prepare(registry, input, batch ? ['jobs', i] : [], options.traceparent));
   const keys = new Set<string>();
@@ -154,7 +173,16 @@ export function prepareEnqueue(
     keys.add(row.idempotency_key);
   }
   if (rows.length === 0) return null;
-  return { statement: insertJobs({ jobs: rows, now }), rows };
+  const debounced = rows.findIndex((row) => row.debounce !== undefined);
+  if (debounced === -1) return { statement: insertJobs({ jobs: rows.map(({ debounce: _, ...row }) => row), now }), rows, debounced: false };
+  // ON CONFLICT has one arbiter per statement, and a batch may name one key twice: one at a time.
+  if (batch)
+    throw new SkiplockError('invalid_request', 'debounce is for single enqueues, not batches', [
+      { path: ['jobs', debounced, 'debounce'], message: 'not in a batch' },
+    ]);
+  const { debounce, ...row } = rows[0]!;
+  const job = { ...row, delay_ms: debounce!.delayMs, debounce_key: debounce!.key, max_delay_ms: debounce!.maxDelayMs ?? null, keep: debounce!.keep ?? 'last' };
+  return { statement: upsertDebouncedJob({ now, job }), rows, debounced: true };
 }
 
 /**
@@ -173,6 +201,7 @@ export async function enqueueJobs(
   const { statement, rows } = prepared;
 
   const returned = await sql.query(statement);
+  if (prepared.debounced) return [{ job: mapJob(returned[0]!), created: toBool(returned[0]!.inserted) }];
   // A key committed by a concurrent enqueue after the statement's snapshot is in neither half of
   // its answer (see insertJobs): read those again, now that they are committed.
   const answered = new Set(returned.map((row) => row.idempotency_key));

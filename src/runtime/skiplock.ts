@@ -248,7 +248,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     enqueueStatement: (input) => prepareEnqueue(registry, [input], now())!.statement,
     migrate: (migrations) => migrate(config.sql, migrations),
     tickTotals: tickMetrics.totals,
-    ...createAdminOperations(sql, now),
+    ...createAdminOperations(sql, now, registry),
     ...schedules,
   };
 }

@@ -3,7 +3,7 @@
  * counts. Same rules as jobs.ts: pure builders, one statement per state change, and `$1` is the
  * clock wherever time is read.
  */
-import { NOW, clock, type Clock } from './clock.ts';
+import { MS, NOW, clock, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
 import { statement, type Statement } from './sql.ts';
 
@@ -70,7 +70,7 @@ export function cancelJob(p: { now: Clock; id: string }): Statement {
 
 /** A retried job: QUEUED, due now, with a fresh set of attempts (last_error is kept). */
 const RETRIED = `status = 'QUEUED', attempts = 0, run_at = ${NOW}, finished_at = NULL, result = NULL,
-  cancel_requested = false, updated_at = ${NOW}`;
+  cancel_requested = false, debounce_key = NULL, updated_at = ${NOW}`;
 
 /**
  * DEAD → QUEUED for many jobs at once (after the bug that killed them is fixed): at most `limit`,
@@ -132,4 +132,80 @@ export function ping(): Statement {
 /** The clock itself: what ages shown to people are measured against (never the JS clock). */
 export function currentTime(p: { now: Clock }): Statement {
   return statement(`SELECT ${NOW} AS now`, [clock(p.now)]);
+}
+
+/**
+ * A QUEUED job's new time, payload or priority (each null: kept), in one statement fenced on
+ * QUEUED: a claim that got there first leaves it RUNNING, and the answer says not applied (409).
+ * `run_at` absolute, or `delay_ms` after now, or neither (kept).
+ */
+export function rescheduleJob(p: { now: Clock; id: string; runAt: string | null; delayMs: number | null; payload: unknown; hasPayload: boolean; priority: number | null }): Statement {
+  return updateOneJob(
+    `UPDATE skiplock.job j SET
+       run_at = coalesce($3::timestamptz, ${NOW} + $4::bigint ${MS}, j.run_at),
+       payload = CASE WHEN $6::boolean THEN $5::jsonb ELSE j.payload END,
+       priority = coalesce($7::smallint, j.priority),
+       updated_at = ${NOW}
+     WHERE j.id = $2::bigint AND j.status = 'QUEUED'`,
+    [clock(p.now), p.id, p.runAt, p.delayMs, p.hasPayload ? JSON.stringify(p.payload) : null, p.hasPayload, p.priority],
+  );
+}
+
+/** Pauses a task (idempotent): no tick claims its jobs until it is resumed. Returns the row. */
+export function pauseTask(p: { now: Clock; name: string }): Statement {
+  return statement(
+    `INSERT INTO skiplock.paused_task AS t (name, paused_at) VALUES ($2, ${NOW})
+     ON CONFLICT (name) DO UPDATE SET paused_at = t.paused_at
+     RETURNING t.name, t.paused_at`,
+    [clock(p.now), p.name],
+  );
+}
+
+/** Resumes a task (idempotent); returns a row when it was paused. */
+export function resumeTask(p: { name: string }): Statement {
+  return statement(`DELETE FROM skiplock.paused_task WHERE name = $1 RETURNING name`, [p.name]);
+}
+
+/**
+ * Every task with jobs or paused (or only `task`), in one row each: its counts by status as [[status, n], …]
+ * (`counts`), the paused instant (null: active), and how many of its QUEUED jobs wait on a
+ * debounce (`debounced`).
+ */
+export function taskOverview(p: { task: string | null } = { task: null }): Statement {
+  return statement(
+    `WITH counts AS (
+       SELECT task, jsonb_agg(jsonb_build_array(status, n)) AS counts, sum(d)::int AS debounced
+         FROM (SELECT task, status, count(*)::int AS n,
+                      count(*) FILTER (WHERE status = 'QUEUED' AND debounce_key IS NOT NULL)::int AS d
+                 FROM skiplock.job WHERE ($1::text IS NULL OR task = $1::text) GROUP BY task, status) g
+        GROUP BY task
+     )
+     SELECT coalesce(c.task, p.name) AS task, coalesce(c.counts, '[]'::jsonb) AS counts,
+            coalesce(c.debounced, 0) AS debounced, p.paused_at
+       FROM counts c FULL JOIN (SELECT * FROM skiplock.paused_task WHERE $1::text IS NULL OR name = $1::text) p ON p.name = c.task
+      ORDER BY coalesce(c.task, p.name) COLLATE "C"`,
+    [p.task],
+  );
+}
+
+/** Why a QUEUED job waits, beyond its run_at: its task paused, a debounce key still pushing it back. */
+export function jobWaitFacts(p: { id: string }): Statement {
+  return statement(
+    `SELECT j.debounce_key, EXISTS (SELECT 1 FROM skiplock.paused_task t WHERE t.name = j.task) AS task_paused
+       FROM skiplock.job j WHERE j.id = $1::bigint`,
+    [p.id],
+  );
+}
+
+/**
+ * For /metrics: the paused tasks, and the QUEUED jobs waiting on a debounce by task. Cheap
+ * whatever the table's size: the paused_task rows, and job_debounce_idx (only debounced QUEUED
+ * jobs are in it). One row per task: `paused` and `debounced`.
+ */
+export function flowControlGauges(): Statement {
+  return statement(
+    `SELECT coalesce(d.task, p.name) AS task, p.name IS NOT NULL AS paused, coalesce(d.n, 0)::int AS debounced
+       FROM (SELECT task, count(*) AS n FROM skiplock.job WHERE status = 'QUEUED' AND debounce_key IS NOT NULL GROUP BY task) d
+       FULL JOIN skiplock.paused_task p ON p.name = d.task`,
+  );
 }

@@ -62,6 +62,35 @@ export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): 
   );
 }
 
+export interface DebouncedJobRow extends Omit<NewJobRow, 'run_at' | 'idempotency_key' | 'schedule_name' | 'scheduled_for'> {
+  debounce_key: string;
+  /** Longest a job is pushed back: it runs at most this long after the first enqueue. Null: no limit. */
+  max_delay_ms: number | null;
+  /** 'first' keeps the queued job's payload; 'last' replaces it. */
+  keep: 'first' | 'last';
+}
+
+/**
+ * A debounced enqueue, in one statement: inserts the job, or — while a job of the same task and
+ * debounce key is QUEUED and unclaimed (job_debounce_idx, migration 011) — updates that one
+ * instead: due delay_ms from now, but never later than max_delay_ms after its first enqueue
+ * (its created_at); payload replaced for keep 'last'. Concurrent enqueues with one key serialise
+ * on the index entry (ON CONFLICT), so they make one job. Returns the row, `inserted` true when new.
+ */
+export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Statement {
+  const j = p.job;
+  return statement(
+    `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, debounce_key, created_at, updated_at, traceparent)
+     VALUES ($2, $3::jsonb, $4, ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, $7, $8, $9, ${NOW}, ${NOW}, $11)
+     ON CONFLICT (task, debounce_key) WHERE status = 'QUEUED' AND debounce_key IS NOT NULL DO UPDATE SET
+       payload = CASE WHEN $10::text = 'first' THEN j.payload ELSE excluded.payload END,
+       run_at = least(${NOW} + $5::bigint ${MS}, coalesce(j.created_at + $6::bigint ${MS}, 'infinity')),
+       updated_at = ${NOW}
+     RETURNING j.*, (j.xmax = 0) AS inserted`,
+    [clock(p.now), j.task, JSON.stringify(j.payload), j.priority, j.delay_ms, j.max_delay_ms, j.max_attempts, j.timeout_ms, j.debounce_key, j.keep, j.traceparent ?? null],
+  );
+}
+
 /** The jobs holding these idempotency keys (insertJobs' second look, after a concurrent insert). */
 export function jobsByIdempotencyKey(p: { keys: readonly string[] }): Statement {
   return statement(
@@ -176,13 +205,14 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
      ),
      next AS MATERIALIZED (
        -- migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say
-       SELECT id FROM skiplock.claimable_jobs($4, ${NOW}, $5, $8::text[]) AS id
+       -- Paused tasks (migration 011) are left out of the claim's task list.
+       SELECT id FROM skiplock.claimable_jobs($4, ${NOW}, $5, ARRAY(SELECT unnest($8::text[]) EXCEPT SELECT name FROM skiplock.paused_task)) AS id
      ),
      claimed AS (
        UPDATE skiplock.job j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
          locked_until = ${leaseUntil('$7', '$6')}, updated_at = ${NOW},
-         started_at = ${NOW}, progress = NULL
+         started_at = ${NOW}, progress = NULL, debounce_key = NULL
        WHERE j.id = ANY (ARRAY(SELECT id FROM next))
        RETURNING j.*
      )

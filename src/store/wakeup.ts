@@ -29,7 +29,8 @@ export function msUntilNextWork(p: { now: Clock; tasks: readonly string[]; budge
   return statement(
     `SELECT false AS uncomputed,
             floor(extract(epoch FROM least(
-              skiplock.next_claimable_at($2::text[], $3),
+              -- Paused tasks (migration 011) keep nothing awake.
+              skiplock.next_claimable_at(ARRAY(SELECT unnest($2::text[]) EXCEPT SELECT name FROM skiplock.paused_task), $3),
               (SELECT ${NOW} WHERE EXISTS (SELECT 1 FROM skiplock.job WHERE status = 'RUNNING' AND task = ANY($2::text[]))),
               -- Its static schedules by name; its dynamic ones, the first of each task (schedule_task_due_idx,
               -- migration 008). \`enabled IS NOT FALSE\` (enabled is NOT NULL: the same rows) does not imply

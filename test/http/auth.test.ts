@@ -26,6 +26,11 @@ const ROUTES: [method: string, path: () => string, access: Access, ok: number | 
   ['POST', () => `/v1/jobs/${jobId}/retry`, 'api', 409],
   ['POST', () => '/v1/jobs/123456789/cancel', 'api', 404],
   ['POST', () => '/v1/jobs/retry-dead', 'api', 200, { task: 'poison' }],
+  ['PATCH', () => `/v1/jobs/${jobId}`, 'api', 200, { delayMs: 3_600_000 }],
+  ['PATCH', () => '/v1/jobs/123456789', 'api', 404, { delayMs: 0 }],
+  ['GET', () => '/v1/tasks', 'api', 200],
+  ['POST', () => '/v1/tasks/poison/pause', 'api', 200],
+  ['POST', () => '/v1/tasks/poison/resume', 'api', 200],
   ['GET', () => '/v1/stats', 'api', 200],
   ['GET', () => '/v1/schedules', 'api', 200],
   // Created, then replaced.

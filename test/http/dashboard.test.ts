@@ -281,7 +281,7 @@ describe('actions', () => {
 describe('pages', () => {
   test('every page answers 200 HTML with the security headers and exactly one script, ours', async () => {
     const id = await deadJob();
-    for (const path of ['/', '/jobs', '/jobs?status=DEAD&task=poison', `/jobs/${id}`, '/dead', '/dead?task=poison', '/schedules']) {
+    for (const path of ['/', '/jobs', '/jobs?status=DEAD&task=poison', `/jobs/${id}`, '/dead', '/dead?task=poison', '/schedules', '/tasks']) {
       const res = await getPage(t, path, cookie);
       expect(res.status, path).toBe(200);
       const csp = res.headers.get('content-security-policy')!;

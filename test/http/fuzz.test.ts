@@ -26,7 +26,7 @@ afterAll(() => t.close());
 
 /** Everything the database holds, as one hash: any insert, update or delete changes it. */
 async function snapshot(): Promise<string> {
-  const tables = ['skiplock.job', ...(hasScheduleTable ? ['skiplock.schedule'] : [])];
+  const tables = ['skiplock.job', 'skiplock.paused_task', ...(hasScheduleTable ? ['skiplock.schedule'] : [])];
   const parts = await Promise.all(
     tables.map(async (table) => {
       const [row] = await t.db.sql.query(statement(`SELECT count(*)::int AS n, coalesce(md5(string_agg(x::text, ',' ORDER BY x::text)), '') AS h FROM ${table} x`));
@@ -93,6 +93,11 @@ const fuzzedEnqueue = fc
         maxAttempts: fc.oneof(fc.integer({ min: 1, max: 5 }), anyNumber),
         timeoutMs: fc.oneof(fc.integer({ min: 1, max: 1000 }), anyNumber),
         idempotencyKey: fc.oneof(fc.string({ minLength: 1, maxLength: 8 }), anyString, fc.constant('k'.repeat(256)), anything),
+        debounce: fc.oneof(
+          fc.record({ key: fc.constantFrom('a', 'b'), delayMs: fc.integer({ min: 0, max: 60_000 }), maxDelayMs: fc.integer({ min: 0, max: 120_000 }), keep: fc.constantFrom('first', 'last') }, { requiredKeys: ['key', 'delayMs'] }),
+          fc.record({ key: fc.oneof(anyString, anything), delayMs: fc.oneof(anyNumber, anything), maxDelayMs: fc.oneof(anyNumber, anything), keep: anything, extra: anything }, { requiredKeys: [] }),
+          anything,
+        ),
       },
       { requiredKeys: ['task'] },
     ),
@@ -123,6 +128,18 @@ const fuzzedScheduleBody = fc.record(
   { requiredKeys: [] },
 );
 const scheduleBody = fc.oneof(fuzzedScheduleBody, validScheduleBody);
+/** A valid debounced enqueue (keys from a small set, so that updates happen). */
+const validDebounced = fc.record({
+  task: fc.constant('echo'),
+  payload: fc.record({ message: fc.string({ maxLength: 30 }) }),
+  debounce: fc.record({ key: fc.constantFrom('a', 'b', 'c'), delayMs: fc.integer({ min: 0, max: 60_000 }), maxDelayMs: fc.integer({ min: 0, max: 120_000 }), keep: fc.constantFrom('first', 'last') }, { requiredKeys: ['key', 'delayMs'] }),
+});
+const rescheduleBody = fc.oneof(
+  fc.record({ delayMs: fc.integer({ min: 0, max: 60_000 }), priority: fc.integer({ min: -5, max: 5 }), payload: fc.record({ message: fc.string({ maxLength: 10 }) }) }, { requiredKeys: [] }),
+  fc.record({ runAt: fc.oneof(instant, anything), delayMs: fc.oneof(anyNumber, anything), priority: fc.oneof(anyNumber, anything), payload, extra: anything }, { requiredKeys: [] }),
+  anything,
+);
+const taskPathName = fc.oneof({ arbitrary: fc.constantFrom('echo', 'flaky', 'poison', 'nope'), weight: 3 }, fc.constantFrom('x'.repeat(201), '%00', '%20', '%ED%A0%80'), anyString.map(segment));
 const retryDeadBody = fc.oneof(
   fc.record({ task: fc.constantFrom('poison', 'echo'), limit: fc.integer({ min: 1, max: 1000 }) }, { requiredKeys: [] }),
   fc.record({ task: fc.oneof(taskName, anything), limit: fc.oneof(anyNumber, anything), extra: anything }, { requiredKeys: [] }),
@@ -239,6 +256,9 @@ const request: fc.Arbitrary<FuzzRequest> = fc
     fc.oneof(
       { arbitrary: fc.tuple(bodyFor(enqueueInput), waitQuery).map(([body, query]) => ['POST', `/v1/jobs${query}`, body] as const), weight: 4 },
       { arbitrary: bodyFor(batch).map((body) => ['POST', '/v1/jobs/batch', body] as const), weight: 3 },
+      bodyFor(validDebounced).map((body) => ['POST', '/v1/jobs', body] as const),
+      { arbitrary: fc.tuple(jobId, bodyFor(rescheduleBody)).map(([id, body]) => ['PATCH', `/v1/jobs/${id}`, body] as const), weight: 2 },
+      fc.tuple(taskPathName, fc.constantFrom('pause', 'resume'), fc.option(bodyFor(anything), { nil: undefined })).map(([name, action, body]) => ['POST', `/v1/tasks/${name}/${action}`, body] as const),
       fc.tuple(jobId, fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/cancel`, body] as const),
       fc.tuple(jobId, fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/retry`, body] as const),
       { arbitrary: fc.tuple(scheduleName, bodyFor(scheduleBody)).map(([name, body]) => ['PUT', `/v1/schedules/${name}`, body] as const), weight: 2 },
@@ -268,7 +288,7 @@ test(`${RUNS} random and malformed requests to the mutating routes: no 5xx, and 
       const before = await snapshot();
       const res = await t.app.request(toRequest(r));
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-      const route = `${r.method} ${r.path.replace(/\?(wait=)?.*$/, (_, wait) => (wait ? '?wait' : '')).replace(/^\/v1\/jobs\/[^/]*\//, '/v1/jobs/:id/').replace(/^\/v1\/schedules\/.*/, '/v1/schedules/:name')}`;
+      const route = `${r.method} ${r.path.replace(/\?(wait=)?.*$/, (_, wait) => (wait ? '?wait' : '')).replace(/^\/v1\/jobs\/[^/]*\//, '/v1/jobs/:id/').replace(/^\/v1\/schedules\/.*/, '/v1/schedules/:name').replace(/^\/v1\/tasks\/[^/]*\//, '/v1/tasks/:name/')}`.replace(/^PATCH \/v1\/jobs\/.*/, 'PATCH /v1/jobs/:id');
       const tally = byRoute.get(route) ?? {};
       tally[res.status] = (tally[res.status] ?? 0) + 1;
       byRoute.set(route, tally);
@@ -289,7 +309,7 @@ test(`${RUNS} random and malformed requests to the mutating routes: no 5xx, and 
   expect(count((s) => s === 400)).toBeGreaterThan(RUNS / 5);
   expect(count((s) => s === 401)).toBeGreaterThan(RUNS / 50);
   // Every mutating route accepted some requests, so the fuzz reached its write path.
-  for (const route of ['POST /v1/jobs', 'POST /v1/jobs/batch', 'POST /v1/jobs/:id/cancel', 'POST /v1/jobs/:id/retry', 'POST /v1/jobs/retry-dead', 'PUT /v1/schedules/:name', 'POST /v1/tick']) {
+  for (const route of ['POST /v1/jobs', 'POST /v1/jobs/batch', 'POST /v1/jobs/:id/cancel', 'POST /v1/jobs/:id/retry', 'POST /v1/jobs/retry-dead', 'PUT /v1/schedules/:name', 'POST /v1/tick', 'PATCH /v1/jobs/:id', 'POST /v1/tasks/:name/pause', 'POST /v1/tasks/:name/resume']) {
     const tally = byRoute.get(route) ?? {};
     expect(Object.entries(tally).some(([status, n]) => Number(status) < 300 && n > 0), `${route}: ${JSON.stringify(tally)}`).toBe(true);
   }

@@ -58,6 +58,32 @@ export function retryDead(deps: DashboardDeps): Handler {
   });
 }
 
+/** "Run now" for a delayed or retry-waiting QUEUED job: due now (rescheduleJob with delayMs 0). */
+export function runNow(deps: DashboardDeps): Handler {
+  return action(deps, (c, form) =>
+    changeJob(c, form.return_to, async (id) => {
+      await deps.skiplock.rescheduleJob(id, { delayMs: 0 });
+      deps.startWork(c);
+      return 'run-now';
+    }),
+  );
+}
+
+/** Pause or resume a task from the tasks page. */
+export function pauseOrResume(deps: DashboardDeps, what: 'pause' | 'resume'): Handler {
+  return action(deps, async (c) => {
+    const name = c.req.param('name') ?? '';
+    try {
+      if (what === 'pause') await deps.skiplock.pauseTask(name);
+      else if ((await deps.skiplock.resumeTask(name)).counts.QUEUED > 0) deps.startWork(c);
+    } catch (error) {
+      if (!(error instanceof SkiplockError) || error.code !== 'invalid_request') throw error;
+      return c.redirect('/tasks', 303);
+    }
+    return c.redirect(withQuery('/tasks', { notice: what === 'pause' ? 'paused' : 'resumed', task: name }), 303);
+  });
+}
+
 export function cancel(deps: DashboardDeps): Handler {
   return action(deps, (c, form) =>
     changeJob(c, form.return_to, async (id) => ((await deps.skiplock.cancelJob(id)).outcome === 'cancelled' ? 'cancelled' : 'cancel-requested')),

@@ -8,9 +8,12 @@
  *   GET  /dead          the dead letter              GET /schedules  schedules
  *   POST /jobs/:id/retry, /jobs/:id/cancel       GET|POST /login, POST /logout
  *   POST /dead/retry    every dead job (or one task's) back to the queue
+ *   POST /jobs/:id/run-now   a delayed or retry-waiting job, due now
+ *   GET  /tasks         tasks: counts, paused or active   POST /tasks/:name/pause, /tasks/:name/resume
  */
 import type { App, RouteDeps } from '../app-types.ts';
-import { cancel, login, loginForm, logout, retry, retryDead } from './actions.ts';
+import { cancel, login, loginForm, logout, pauseOrResume, retry, retryDead, runNow } from './actions.ts';
+import { tasksPage } from './pages/tasks.ts';
 import { deadPage } from './pages/dead.ts';
 import { jobPage } from './pages/job.ts';
 import { jobsPage } from './pages/jobs.ts';
@@ -29,6 +32,10 @@ export function registerDashboardRoutes(app: App, routeDeps: RouteDeps): void {
   app.post('/jobs/:id/retry', retry(deps));
   app.post('/dead/retry', retryDead(deps));
   app.post('/jobs/:id/cancel', cancel(deps));
+  app.post('/jobs/:id/run-now', runNow(deps));
+  app.get('/tasks', page(deps, (request) => tasksPage(deps, request)));
+  app.post('/tasks/:name/pause', pauseOrResume(deps, 'pause'));
+  app.post('/tasks/:name/resume', pauseOrResume(deps, 'resume'));
   app.get('/login', loginForm(deps));
   app.post('/login', login(deps));
   app.post('/logout', logout(deps));

@@ -3,7 +3,7 @@ import { html, raw } from 'hono/html';
 import type { Html } from './format.ts';
 import { STYLES } from './styles.ts';
 
-export type Section = 'overview' | 'jobs' | 'dead' | 'schedules';
+export type Section = 'overview' | 'jobs' | 'dead' | 'schedules' | 'tasks';
 
 export interface Shell {
   title: string;
@@ -21,6 +21,7 @@ const NAV: [Section, string, string][] = [
   ['jobs', '/jobs', 'Jobs'],
   ['dead', '/dead', 'Dead letter'],
   ['schedules', '/schedules', 'Schedules'],
+  ['tasks', '/tasks', 'Tasks'],
 ];
 
 /**

@@ -14,6 +14,7 @@ export const NOTICES = {
     error: false,
     text: (id: string) => html`Job <a href="/jobs/${id}">#${id}</a> is running: it was asked to stop, and ends CANCELLED at its worker's next heartbeat.`,
   },
+  'run-now': { error: false, text: (id: string) => html`Job <a href="/jobs/${id}">#${id}</a> is due now: the next tick runs it.` },
   conflict: { error: true, text: (id: string) => html`Job <a href="/jobs/${id}">#${id}</a> was not changed: its state does not allow that (any more).` },
   'not-found': { error: true, text: (id: string) => html`There is no job #${id} (any more).` },
 } as const;
@@ -27,8 +28,15 @@ function bulkNotice(count: string | undefined): Html | undefined {
   return html`<div class="notice" role="status">${n === 0 ? 'No dead jobs were left to retry.' : html`${n} dead job${n === 1 ? ' was' : 's were'} retried: QUEUED again, due now, with fresh attempts.`}</div>`;
 }
 
+/** After pausing or resuming a task: `?notice=paused|resumed&task=<name>` (the name is escaped text). */
+function taskNotice(code: string, task: string | undefined): Html | undefined {
+  if (task === undefined || task.length === 0 || task.length > 200) return undefined;
+  return html`<div class="notice" role="status">Task <strong>${task}</strong> ${code === 'paused' ? 'is paused: no tick claims its jobs until it is resumed (running jobs finish; its schedules keep firing into the queue).' : 'is active again: its due jobs are claimed from the next tick.'}</div>`;
+}
+
 export function noticeOf(c: Context): Html | undefined {
   const code = c.req.query('notice');
+  if (code === 'paused' || code === 'resumed') return taskNotice(code, c.req.query('task'));
   if (code === 'retried-dead') return bulkNotice(c.req.query('count'));
   const id = c.req.query('job');
   if (code === undefined || !Object.hasOwn(NOTICES, code) || id === undefined || !isJobId(id)) return undefined;

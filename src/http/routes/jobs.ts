@@ -1,4 +1,4 @@
-/** /v1/jobs: enqueue (one or a batch), read, list, cancel, retry (one, or DEAD jobs in bulk). */
+/** /v1/jobs: enqueue (one or a batch), read, list, reschedule, cancel, retry (one, or DEAD jobs in bulk). */
 import { createRoute } from '@hono/zod-openapi';
 import { SkiplockError } from '../../core/errors.ts';
 import { refuseUnfittableTimeouts } from '../../runtime/enqueue.ts';
@@ -20,6 +20,7 @@ import {
   JobPage,
   jsonContent,
   ListJobsQuery,
+  RescheduleInput,
   RetryDeadInput,
   RetryDeadResult,
   TraceparentHeader,
@@ -40,7 +41,7 @@ const enqueueRoute = createRoute({
   },
   responses: {
     201: jsonContent(JobEnvelope, 'Enqueued'),
-    200: jsonContent(JobEnvelope, 'Replay: a job with this idempotency key exists; it is returned unchanged. With ?wait=: the job finished (DONE, DEAD or CANCELLED)'),
+    200: jsonContent(JobEnvelope, 'Replay: a job with this idempotency key exists; it is returned unchanged. With debounce: the QUEUED job of that key, updated. With ?wait=: the job finished (DONE, DEAD or CANCELLED)'),
     202: jsonContent(JobEnvelope, 'With ?wait=: the job still runs (or waits) after the wait; poll GET /v1/jobs/{id}'),
     ...errorResponses(400, 401, 413),
   },
@@ -106,6 +107,18 @@ const retryRoute = createRoute({
   responses: { 200: jsonContent(JobEnvelope, 'Queued again'), ...errorResponses(401, 404, 409) },
 });
 
+const rescheduleRoute = createRoute({
+  method: 'patch',
+  path: '/v1/jobs/{id}',
+  summary: 'Reschedule a QUEUED job, or run it now',
+  description: 'Changes the due time (`runAt`, or `delayMs` from now: 0 runs it now), the payload (checked against the task as at enqueue) or the priority of a QUEUED job, in one statement. 409 for a job in any other state: a tick that claimed it first wins.',
+  tags: ['jobs'],
+  security: bearerSecurity,
+  middleware: [jsonBody] as const,
+  request: { params: JobIdParam, body: { required: true, content: { 'application/json': { schema: RescheduleInput } } } },
+  responses: { 200: jsonContent(JobEnvelope, 'Rescheduled'), ...errorResponses(400, 401, 404, 409, 413) },
+});
+
 const retryDeadRoute = createRoute({
   method: 'post',
   path: '/v1/jobs/retry-dead',
@@ -169,6 +182,12 @@ export function registerJobRoutes(app: App, deps: RouteDeps): void {
   app.openapi(cancelRoute, async (c) => {
     const { job, outcome } = await skiplock.cancelJob(c.req.valid('param').id);
     return outcome === 'cancelled' ? c.json({ job: jobToJson(job) }, 200) : c.json({ job: jobToJson(job) }, 202);
+  });
+
+  app.openapi(rescheduleRoute, async (c) => {
+    const job = await skiplock.rescheduleJob(c.req.valid('param').id, c.req.valid('json'));
+    if (job.runAt.getTime() <= Date.now()) deps.startWork(c);
+    return c.json({ job: jobToJson(job) }, 200);
   });
 
   app.openapi(retryDeadRoute, async (c) => {

@@ -1,5 +1,7 @@
 /** GET /metrics: Prometheus text (needs the API token, like /v1/*). */
 import { createRoute, z } from '@hono/zod-openapi';
+import { flowControlGauges } from '../../store/admin.ts';
+import { toBool } from '../../store/rows.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { PROMETHEUS_CONTENT_TYPE, renderMetrics } from '../prometheus.ts';
 import { bearerSecurity, errorResponses } from '../schemas.ts';
@@ -8,7 +10,7 @@ const metricsRoute = createRoute({
   method: 'get',
   path: '/metrics',
   summary: 'Prometheus metrics',
-  description: 'Job gauges from the database; tick counters (claims, completions, retries, dead, stale writes, durations) of this isolate.',
+  description: 'Job gauges from the database (with paused tasks and debounced jobs); tick counters (claims, completions, retries, dead, stale writes, durations) of this isolate.',
   tags: ['operations'],
   security: bearerSecurity,
   responses: {
@@ -19,7 +21,9 @@ const metricsRoute = createRoute({
 
 export function registerMetricsRoutes(app: App, { skiplock }: RouteDeps): void {
   app.openapi(metricsRoute, async (c) => {
-    const body = renderMetrics(await skiplock.stats(), skiplock.tickTotals());
+    const [stats, flow] = await Promise.all([skiplock.stats(), skiplock.sql.query(flowControlGauges())]);
+    const gauges = flow.map((row) => ({ task: String(row.task), paused: toBool(row.paused), debounced: Number(row.debounced) }));
+    const body = renderMetrics(stats, skiplock.tickTotals(), gauges);
     return c.text(body, 200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE });
   });
 }

@@ -6,18 +6,22 @@ import { formatDuration, formatTime, jsonBlock, relativeTime, statusBadge, type 
 import { noticeOf } from '../notice.ts';
 import { isRetrying } from './jobs.ts';
 import { attemptTimeline, observabilityFacts } from './job-timeline.ts';
+import { jobWaitFacts } from '../../../store/admin.ts';
+import { toBool } from '../../../store/rows.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 
 export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest): Promise<PageResult> {
   const id = c.req.param('id') ?? '';
   const job = await deps.skiplock.getJob(id);
   if (!job) throw new SkiplockError('not_found', `There is no job ${JSON.stringify(id)}.`);
+  const [facts] = job.status === 'QUEUED' ? await deps.skiplock.sql.query(jobWaitFacts({ id: job.id })) : [];
 
   const body = html`<div class="title-row">
   <h1>Job #${job.id}</h1>
   ${statusBadge(job.status, job.cancelRequested ? 'cancel requested' : undefined)}
-  <div class="actions">${jobActions(job, csrf, `/jobs/${job.id}`)}</div>
+  <div class="actions">${jobActions(job, csrf, `/jobs/${job.id}`, false, now)}</div>
 </div>
+${job.status === 'QUEUED' ? html`<p class="subtitle" data-waiting>${waitingReason(job, now, facts !== undefined && toBool(facts.task_paused), typeof facts?.debounce_key === 'string' ? facts.debounce_key : null)}</p>` : ''}
 <p class="subtitle">Task <a href="/jobs?${new URLSearchParams({ task: job.task }).toString()}">${job.task}</a>${
     job.scheduleName ? html` · fired by schedule <a href="/schedules">${job.scheduleName}</a>${job.scheduledFor ? ` for ${formatTime(job.scheduledFor)}` : ''}` : ''
   }</p>
@@ -48,6 +52,16 @@ ${attemptTimeline(job, now)}
   return { title: `Job #${job.id}`, section: job.status === 'DEAD' ? 'dead' : 'jobs', body, notice: noticeOf(c) };
 }
 
+/** Why a QUEUED job has not run yet, in order of what holds it back first. */
+function waitingReason(job: Job, now: number, taskPaused: boolean, debounceKey: string | null): Html {
+  const reasons: Html[] = [];
+  if (taskPaused) reasons.push(html`its task <a href="/tasks">${job.task}</a> is paused`);
+  if (debounceKey !== null) reasons.push(html`it is debounced (key <code>${debounceKey}</code>): an enqueue with that key pushes it back again`);
+  if (job.runAt.getTime() > now) reasons.push(html`${isRetrying(job) ? 'it waits to retry' : 'it is delayed'} until ${formatTime(job.runAt)} (${relativeTime(job.runAt, now)})`);
+  if (reasons.length === 0) return html`Waiting: due, for the next tick to claim it.`;
+  return html`Waiting: ${reasons.map((r, i) => html`${i > 0 ? '; ' : ''}${r}`)}.`;
+}
+
 function attemptsNote(job: Job): Html | string {
   if (job.status === 'DEAD') return html` <span class="muted">· ${job.attempts >= job.maxAttempts ? 'ran out of attempts' : 'failed permanently'}</span>`;
   if (isRetrying(job)) return html` <span class="muted">· waiting to retry</span>`;
@@ -71,8 +85,8 @@ function lease(job: Job, now: number): Html {
  * The buttons the state machine allows (src/core/state.ts): Retry for DEAD or CANCELLED, Cancel
  * for QUEUED, and for RUNNING a request to stop. DONE has none.
  */
-export function jobActions(job: Job, csrf: string, returnTo: string, inRow = false): Html {
-  const button = (action: 'retry' | 'cancel', label: string, className: string) => html`<form class="inline" method="post" action="/jobs/${job.id}/${action}">
+export function jobActions(job: Job, csrf: string, returnTo: string, inRow = false, now?: number): Html {
+  const button = (action: 'retry' | 'cancel' | 'run-now', label: string, className: string) => html`<form class="inline" method="post" action="/jobs/${job.id}/${action}">
   <input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="return_to" value="${returnTo}">
   <button type="submit" class="${className}">${label}</button></form>`;
   switch (job.status) {
@@ -80,7 +94,10 @@ export function jobActions(job: Job, csrf: string, returnTo: string, inRow = fal
     case 'CANCELLED':
       return button('retry', 'Retry', inRow ? '' : 'primary');
     case 'QUEUED':
-      return button('cancel', 'Cancel', 'danger');
+      // "Run now" for a delayed or retry-waiting job (rescheduleJob, due now).
+      return now !== undefined && job.runAt.getTime() > now
+        ? html`${button('run-now', 'Run now', 'primary')} ${button('cancel', 'Cancel', 'danger')}`
+        : button('cancel', 'Cancel', 'danger');
     case 'RUNNING':
       return job.cancelRequested ? html`` : button('cancel', 'Request cancel', 'danger');
     case 'DONE':

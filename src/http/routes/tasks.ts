@@ -1,0 +1,48 @@
+/** /v1/tasks: each task's counts and state; pause and resume (issue 14). */
+import { createRoute } from '@hono/zod-openapi';
+import { taskToJson } from '../../runtime/admin.ts';
+import type { App, RouteDeps } from '../app-types.ts';
+import { bearerSecurity, errorResponses, jsonContent, TaskEnvelope, TaskList, TaskNameParam } from '../schemas.ts';
+
+const listTasksRoute = createRoute({
+  method: 'get',
+  path: '/v1/tasks',
+  summary: 'Tasks: counts by status, paused or active',
+  description: 'Every task this deployment registers, has jobs of, or has paused.',
+  tags: ['tasks'],
+  security: bearerSecurity,
+  responses: { 200: jsonContent(TaskList, 'The tasks, by name'), ...errorResponses(401) },
+});
+
+const pauseRoute = createRoute({
+  method: 'post',
+  path: '/v1/tasks/{name}/pause',
+  summary: 'Pause a task',
+  description: 'No tick claims its jobs until it is resumed, and they do not keep a Durable Object alarm awake. Running jobs finish; its schedules keep firing into the queue; enqueues are accepted. Idempotent.',
+  tags: ['tasks'],
+  security: bearerSecurity,
+  request: { params: TaskNameParam },
+  responses: { 200: jsonContent(TaskEnvelope, 'Paused'), ...errorResponses(400, 401) },
+});
+
+const resumeRoute = createRoute({
+  method: 'post',
+  path: '/v1/tasks/{name}/resume',
+  summary: 'Resume a paused task',
+  description: 'Its due jobs are claimed again from the next tick. Idempotent.',
+  tags: ['tasks'],
+  security: bearerSecurity,
+  request: { params: TaskNameParam },
+  responses: { 200: jsonContent(TaskEnvelope, 'Active'), ...errorResponses(400, 401) },
+});
+
+export function registerTaskRoutes(app: App, deps: RouteDeps): void {
+  const { skiplock } = deps;
+  app.openapi(listTasksRoute, async (c) => c.json({ tasks: (await skiplock.listTasks()).map(taskToJson) }, 200));
+  app.openapi(pauseRoute, async (c) => c.json({ task: taskToJson(await skiplock.pauseTask(c.req.valid('param').name)) }, 200));
+  app.openapi(resumeRoute, async (c) => {
+    const task = await skiplock.resumeTask(c.req.valid('param').name);
+    if (task.counts.QUEUED > 0) deps.startWork(c);
+    return c.json({ task: taskToJson(task) }, 200);
+  });
+}
