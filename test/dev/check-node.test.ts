@@ -32,8 +32,11 @@ test('on a supported Node it prints nothing and exits 0', () => {
   expect(execFileSync(process.execPath, [GUARD.pathname], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })).toBe('');
 });
 
-test('it agrees with engines.node in package.json', () => {
-  expect(packageJson.engines.node).toBe(`>=${guard.MIN.join('.')}.0`);
+test('it asks for no less than engines.node, which states what the built package needs (the repository tooling needs more)', () => {
+  const engines = /^>=(\d+)(?:\.(\d+))?/.exec(packageJson.engines.node);
+  expect(engines).not.toBeNull();
+  const [major, minor] = [Number(engines![1]), Number(engines![2] ?? 0)];
+  expect(major < guard.MIN[0]! || (major === guard.MIN[0] && minor <= guard.MIN[1]!)).toBe(true);
 });
 
 test('every npm script that runs the code runs the guard first', () => {
