@@ -6,6 +6,7 @@ import type { Clock } from '../store/clock.ts';
 import { insertJobs, jobsByIdempotencyKey, type NewJobRow } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
+import { flowKeys } from './flow-key.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
 
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
@@ -92,6 +93,7 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
     idempotency_key: input.idempotencyKey ?? null,
     schedule_name: null,
     scheduled_for: null,
+    ...flowKeys(task, payload.value, [...path, 'payload']),
   };
 }
 

@@ -20,6 +20,7 @@ import { completeAndClaim, extendLeases, reapExpiredLeases, releaseUnseenClaims 
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Row, Sql } from '../store/sql.ts';
 import type { Logger, WarnOnce } from './log.ts';
+import { flowLimits } from './flow-key.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
 import { asIds, isRefusal, keyOf, runKey, tally, toResultRow, type PendingResult } from './tick-results.ts';
 import { createWakeup, startClock, yieldToIo } from './tick-timing.ts';
@@ -112,6 +113,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   /** Each claiming statement writes its own locked_by (workerId#n): a run's fence names its claim. */
   let claimNumber = 0;
   const taskNames = [...deps.run.registry.keys()];
+  const limits = flowLimits(deps.run.registry);
   const counts = emptyTickResult();
   /** Running handlers, by claim (runKey): a later run of the same job never shares an entry. */
   const running = new Map<string, RunningJob>();
@@ -229,6 +231,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
         leaseGraceMs: LEASE_GRACE_MS,
         tasks: taskNames,
         staticSchedules: probeSchedules ? deps.staticSchedules : null,
+        flowLimits: limits,
       });
       rows = await sql.query(claim);
     } catch (error) {

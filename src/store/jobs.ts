@@ -20,6 +20,9 @@ export interface NewJobRow {
   idempotency_key: string | null;
   schedule_name: string | null;
   scheduled_for: string | null;
+  /** Flow control keys (src/runtime/flow-key.ts): null for a task without concurrency or rate limits. */
+  flow_key?: string | null;
+  rate_key?: string | null;
 }
 
 /**
@@ -37,13 +40,13 @@ export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): 
     `WITH input AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(
          ord int, task text, payload jsonb, priority smallint, run_at timestamptz, delay_ms bigint,
-         max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz)
+         max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz, flow_key text, rate_key text)
      ),
      inserted AS (
        INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
-                                      idempotency_key, schedule_name, scheduled_for, created_at, updated_at)
+                                      idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, created_at, updated_at)
        SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
-              idempotency_key, schedule_name, scheduled_for, ${NOW}, ${NOW}
+              idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, ${NOW}, ${NOW}
          FROM input ORDER BY ord
        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
        RETURNING j.*
@@ -111,6 +114,24 @@ export interface CompleteAndClaimParams {
    * schedules only then, instead of reading them on every poll. Default null (not asked).
    */
   staticSchedules?: readonly string[] | null;
+  /**
+   * The limits of the tasks above that have flow control (concurrency, rateLimit): their jobs are
+   * claimed by skiplock.claim_limited (migration 010), first, and the rest of `limit` by the plain
+   * claim. Empty or absent: the statement is the plain one, unchanged.
+   */
+  flowLimits?: readonly FlowLimitRow[];
+}
+
+/** One limited task as skiplock.claim_limited reads it (src/runtime/flow-key.ts builds them). */
+export interface FlowLimitRow {
+  task: string;
+  /** Concurrency per flow_key. */
+  limit?: number;
+  /** Concurrency over all keys. */
+  global?: number;
+  /** Starts per period_ms per rate_key. */
+  rate?: number;
+  period_ms?: number;
 }
 
 /**
@@ -128,6 +149,8 @@ export interface CompleteAndClaimParams {
  * than by a join the planner may turn into a scan of every RUNNING row or of the whole table.
  */
 export function completeAndClaim(p: CompleteAndClaimParams): Statement {
+  const limited = (p.flowLimits?.length ?? 0) > 0;
+  const limitedNames = new Set(p.flowLimits?.map((l) => l.task));
   return statement(
     `WITH results AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb)
@@ -157,10 +180,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
        WHERE r.state IS NOT NULL AND r.status = 'DONE' AND s.name = w.schedule_name
          AND s.state IS NOT DISTINCT FROM w.schedule_state
      ),
-     next AS MATERIALIZED (
-       -- migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say
-       SELECT id FROM skiplock.claimable_jobs($4, ${NOW}, $5, $8::text[]) AS id
-     ),
+     ${limited ? CLAIM_LIMITED : CLAIM_PLAIN},
      claimed AS (
        UPDATE skiplock.job j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
@@ -179,9 +199,31 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
                                   AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[])))) AS schedule_due
                FROM written) AS w
        FULL JOIN claimed ON false`,
-    [clock(p.now), p.workerId, JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs, p.tasks, p.staticSchedules ?? null],
+    [
+      clock(p.now), p.workerId, JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs, p.tasks, p.staticSchedules ?? null,
+      ...(limited ? [JSON.stringify(p.flowLimits), p.tasks.filter((t) => !limitedNames.has(t))] : []),
+    ],
   );
 }
+
+/** migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say. */
+const CLAIM_PLAIN = `next AS MATERIALIZED (
+       -- migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say
+       SELECT id FROM skiplock.claimable_jobs($4, ${NOW}, $5, $8::text[]) AS id
+     )`;
+
+/**
+ * With flow control: the limited tasks ($10, migration 010's claim_limited) first — bounded by
+ * their limits, they cannot starve the others, and a backlog of plain jobs cannot starve them —
+ * then the plain tasks ($11) in what is left of `limit`, by the plain claim, unchanged.
+ */
+const CLAIM_LIMITED = `limited AS MATERIALIZED (
+       SELECT id FROM skiplock.claim_limited($4::int, ${NOW}, $5, $10::jsonb) AS id
+     ),
+     plain AS MATERIALIZED (
+       SELECT id FROM skiplock.claimable_jobs($4::int - (SELECT count(*)::int FROM limited), ${NOW}, $5, $11::text[]) AS id
+     ),
+     next AS (SELECT id FROM limited UNION ALL SELECT id FROM plain)`;
 
 /**
  * After a claiming statement failed (it may have committed with its answer lost): gives back the
