@@ -76,8 +76,12 @@ BEGIN
     ckey := 'c/' || g.task || '/' || g.fk;
     gkey := 'g/' || g.task;
     IF jsonb_typeof(l->'global') = 'number' THEN
-      SELECT count(*) INTO n FROM skiplock.job WHERE status = 'RUNNING' AND task = g.task AND flow_key IS NOT NULL;
-      take := least(take, (l->>'global')::int - n - coalesce((used->>gkey)::int, 0));
+      -- Counted once per call (this claim holds the task's global lock: no other claim adds to it).
+      IF NOT used ? ('n/' || gkey) THEN
+        SELECT count(*) INTO n FROM skiplock.job WHERE status = 'RUNNING' AND task = g.task AND flow_key IS NOT NULL;
+        used := used || jsonb_build_object('n/' || gkey, n);
+      END IF;
+      take := least(take, (l->>'global')::int - (used->>('n/' || gkey))::int - coalesce((used->>gkey)::int, 0));
       CONTINUE WHEN take <= 0;
     END IF;
     IF jsonb_typeof(l->'limit') = 'number' THEN

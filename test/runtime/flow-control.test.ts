@@ -170,8 +170,8 @@ test('rate limit 10/s per key over a simulated minute with parallel ticks: no 1 
   // More than a minute can take: 700 per key at 10/s.
   for (let k = 0; k < KEYS; k++)
     await skiplock.enqueueBatch(Array.from({ length: 700 }, () => ({ task: 'api-call', payload: { account: `a${k}` } })));
-  // The simulated clock advances 50 ms per step; 6 ticks claim in parallel at each step.
-  const STEP = 50;
+  // The simulated clock advances 100 ms per step; 6 ticks claim in parallel at each step.
+  const STEP = 100;
   for (clock = T0; clock < T0 + 60_000; clock += STEP) {
     await Promise.all(Array.from({ length: 6 }, () => skiplock.tick({ untilIdle: true, concurrency: 7, reapIntervalMs: 0 })));
   }
@@ -194,3 +194,15 @@ test('rate limit 10/s per key over a simulated minute with parallel ticks: no 1 
   const [left] = await db.sql.query(statement(`SELECT count(*)::int AS n, max(attempts)::int AS attempts FROM skiplock.job WHERE task = 'api-call' AND status = 'QUEUED'`));
   expect(left).toEqual({ n: KEYS * (700 - LIMIT * 60), attempts: 0 });
 }, 180_000);
+
+test('a job fired by a schedule carries its flow keys and is claimed under the limit', async () => {
+  let now = Date.parse('2031-01-01T00:00:30Z');
+  const task = defineTask({ name: 'sched-limited', payload: z.object({ tenant: z.string() }), concurrency: { limit: 1, key: (p) => p.tenant }, handler: () => 'ran' });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [task], now: () => new Date(now), log: quiet });
+  await skiplock.putSchedule('tenant-9-sync', { cron: '* * * * *', task: 'sched-limited', payload: { tenant: 't9' } });
+  await skiplock.tick({ untilIdle: true });
+  now += 40_000;
+  await skiplock.tick({ untilIdle: true });
+  const rows = await db.sql.query(statement(`SELECT status, flow_key, rate_key FROM skiplock.job WHERE task = 'sched-limited'`));
+  expect(rows).toEqual([{ status: 'DONE', flow_key: 't9', rate_key: '' }]);
+});
