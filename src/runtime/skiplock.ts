@@ -18,6 +18,7 @@ import type { Schedule } from './schedule-definition.ts';
 import { createScheduleOperations, msUntilFirstRun, type ScheduleOperations } from './schedules.ts';
 import { createRegistry, type Task, type TaskRegistry } from './task.ts';
 import { consoleLog, warnOnceWith, type Logger } from './log.ts';
+import { flowLimits } from './flow-key.ts';
 import { TICK_DEFAULTS, tick, type TickOptions } from './tick.ts';
 import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
 
@@ -155,7 +156,7 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
     prune,
     async msUntilNextWork(options) {
       const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...config.tick, ...options };
-      const rows = await sql.query(msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticScheduleNames }));
+      const rows = await sql.query(msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticScheduleNames, flowLimits: flowLimits(registry) }));
       // Work and stored next runs come as one figure; schedules put since the last tick, one row each.
       const ms = rows.map((row) => (toBool(row.uncomputed) ? msUntilFirstRun(row) : row.ms === null || row.ms === undefined ? null : Number(row.ms)));
       return ms.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);

@@ -206,3 +206,24 @@ test('a job fired by a schedule carries its flow keys and is claimed under the l
   const rows = await db.sql.query(statement(`SELECT status, flow_key, rate_key FROM skiplock.job WHERE task = 'sched-limited'`));
   expect(rows).toEqual([{ status: 'DONE', flow_key: 't9', rate_key: '' }]);
 });
+
+test('a key held by its rate limit wakes the ticker when its window opens, not before', async () => {
+  const T0 = Date.parse('2032-01-01T00:00:00Z');
+  let now = T0;
+  const task = defineTask({ name: 'wake-rate', payload: z.object({ k: z.string() }), rateLimit: { limit: 2, periodMs: 10_000, key: (p) => p.k }, handler: () => {} });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [task], now: () => new Date(now), log: quiet });
+  await skiplock.enqueueBatch(Array.from({ length: 5 }, () => ({ task: 'wake-rate', payload: { k: 'x' } })));
+  expect(await skiplock.msUntilNextWork()).toBeLessThanOrEqual(0);
+  now = T0 + 1_000;
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 2, done: 2 });
+  // Two starts at 1 s: the next may start at 11 s.
+  now = T0 + 3_000;
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 0 });
+  expect(await skiplock.msUntilNextWork()).toBe(8_000);
+  now = T0 + 10_999;
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 0 });
+  now = T0 + 11_000;
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 2 });
+  now = T0 + 19_000;
+  expect(await skiplock.msUntilNextWork()).toBe(2_000);
+});
