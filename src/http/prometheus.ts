@@ -1,5 +1,6 @@
 /** Renders metrics in the Prometheus text exposition format (version 0.0.4). Pure. */
 import type { JobStats } from '../runtime/admin.ts';
+import type { FlowStatus } from '../runtime/flow-status.ts';
 import { TICK_DURATION_BUCKETS, type TickTotals } from '../runtime/tick-metrics.ts';
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -20,7 +21,7 @@ function family(name: string, type: 'gauge' | 'counter' | 'histogram', help: str
 }
 
 /** Gauges come from the database (the same for every isolate); counters from this isolate's ticks. */
-export function renderMetrics(stats: JobStats, ticks: TickTotals): string {
+export function renderMetrics(stats: JobStats, ticks: TickTotals, flow?: FlowStatus): string {
   const byTask = Object.entries(stats.byTask).flatMap(([task, counts]) =>
     Object.entries(counts).map(([status, n]) => sample('skiplock_jobs', n, { status, task })),
   );
@@ -37,6 +38,7 @@ export function renderMetrics(stats: JobStats, ticks: TickTotals): string {
     ...family('skiplock_oldest_queued_age_seconds', 'gauge', 'How long the longest-waiting due QUEUED job has waited past its run time.', [
       sample('skiplock_oldest_queued_age_seconds', stats.oldestQueuedAgeMs / 1000),
     ]),
+    ...(flow ? flowFamilies(flow) : []),
     ...counter('skiplock_ticks_total', 'Ticks run by this process or isolate.', ticks.ticks),
     ...counter('skiplock_tick_failures_total', 'Ticks that threw.', ticks.failedTicks),
     ...counter('skiplock_claims_total', 'Jobs claimed.', ticks.claimed),
@@ -55,4 +57,18 @@ export function renderMetrics(stats: JobStats, ticks: TickTotals): string {
     ]),
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** Flow control (tasks with concurrency or rateLimit): counts by task, never a series per key. */
+function flowFamilies(flow: FlowStatus): string[] {
+  const tasks = Object.entries(flow.byTask);
+  return [
+    ...family(
+      'skiplock_flow_keys_at_limit',
+      'gauge',
+      'Keys at their limit, by task and limit (concurrency: per key; global: the task over all keys; rate: per key, in the current window).',
+      tasks.flatMap(([task, t]) => Object.entries(t.keysAtLimit).map(([limit, n]) => sample('skiplock_flow_keys_at_limit', n, { limit, task }))),
+    ),
+    ...family('skiplock_flow_jobs_waiting', 'gauge', 'Due QUEUED jobs held back by a concurrency or rate limit, by task.', tasks.map(([task, t]) => sample('skiplock_flow_jobs_waiting', t.waiting, { task }))),
+  ];
 }

@@ -19,6 +19,7 @@ import { createScheduleOperations, msUntilFirstRun, type ScheduleOperations } fr
 import { createRegistry, type Task, type TaskRegistry } from './task.ts';
 import { consoleLog, warnOnceWith, type Logger } from './log.ts';
 import { flowLimits } from './flow-key.ts';
+import { createFlowOperations, type FlowOperations } from './flow-status.ts';
 import { TICK_DEFAULTS, tick, type TickOptions } from './tick.ts';
 import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
 
@@ -71,7 +72,7 @@ const PRUNE_INTERVAL_MS = 60_000;
  * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/admin.ts); putSchedule,
  * deleteSchedule, listSchedules, getSchedule, fireDueSchedules (src/runtime/schedules.ts).
  */
-export interface Skiplock extends AdminOperations, ScheduleOperations {
+export interface Skiplock extends AdminOperations, ScheduleOperations, FlowOperations {
   readonly sql: Sql;
   readonly tasks: TaskRegistry;
   /** Validates and enqueues one job; the same idempotency key returns the original job. */
@@ -169,6 +170,7 @@ export function createSkiplock(config: SkiplockConfig): Skiplock {
     migrate: (migrations) => migrate(sql, migrations),
     tickTotals: tickMetrics.totals,
     ...createAdminOperations(sql, now),
+    ...createFlowOperations(sql, registry, now),
     ...schedules,
   };
 }

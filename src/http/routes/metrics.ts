@@ -19,7 +19,7 @@ const metricsRoute = createRoute({
 
 export function registerMetricsRoutes(app: App, { skiplock }: RouteDeps): void {
   app.openapi(metricsRoute, async (c) => {
-    const body = renderMetrics(await skiplock.stats(), skiplock.tickTotals());
+    const body = renderMetrics(await skiplock.stats(), skiplock.tickTotals(), await skiplock.flowStatus());
     return c.text(body, 200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE });
   });
 }
