@@ -85,26 +85,31 @@ test('a key that is not a 1–255 character string refuses the enqueue, writing 
   expect(row).toEqual({ flow_key: 'tenant-1', rate_key: '' });
 });
 
-test('per-key and global concurrency hold under 24 parallel tick loops, with workers killed mid-job and the reaper', async () => {
+// Without a global limit, claims of different keys run in parallel (only the per-key lock orders
+// them); with one, every claim of the task takes its lock: each case proves its own lock.
+test.each([
+  { name: 'tenant-work', global: 25 },
+  { name: 'tenant-work-keys-only', global: undefined },
+])('per-key (and global: $global) concurrency hold under 24 parallel tick loops, with workers killed mid-job and the reaper', async ({ name, global }) => {
   const KEYS = 20;
   const PER_KEY = 3;
-  const GLOBAL = 25;
+  const GLOBAL = global ?? Infinity;
   const JOBS = 12 * KEYS;
   let ran = 0;
   const task = defineTask({
-    name: 'tenant-work',
+    name,
     payload: z.object({ tenant: z.string() }),
     timeoutMs: 2_000,
-    concurrency: { limit: PER_KEY, key: (p) => p.tenant, globalLimit: GLOBAL },
+    concurrency: { limit: PER_KEY, key: (p) => p.tenant, ...(global ? { globalLimit: global } : {}) },
     handler: async () => {
       ran += 1;
       await sleep(Math.random() * 15);
     },
   });
-  const plain = defineTask({ name: 'plain-work', payload: z.object({}), handler: () => sleep(Math.random() * 5) });
+  const plain = defineTask({ name: `${name}-plain`, payload: z.object({}), handler: () => sleep(Math.random() * 5) });
   const skiplock = createSkiplock({ sql: db.sql, tasks: [task, plain], log: quiet });
-  await skiplock.enqueueBatch(Array.from({ length: JOBS }, (_, i) => ({ task: 'tenant-work', payload: { tenant: `t${i % KEYS}` } })));
-  await skiplock.enqueueBatch(Array.from({ length: 100 }, () => ({ task: 'plain-work' })));
+  await skiplock.enqueueBatch(Array.from({ length: JOBS }, (_, i) => ({ task: name, payload: { tenant: `t${i % KEYS}` } })));
+  await skiplock.enqueueBatch(Array.from({ length: 100 }, () => ({ task: `${name}-plain` })));
 
   // Killed workers: claims whose worker never comes back (short lease); the ticks' reaper returns them.
   const limits = flowLimits(createRegistry([task]));
@@ -112,7 +117,7 @@ test('per-key and global concurrency hold under 24 parallel tick loops, with wor
   const kill = async () => {
     for (let i = 0; i < 6; i++) {
       const rows = await db.sql.query(completeAndClaim({
-        now: null, workerId: `killed-${i}`, results: [], limit: 4, budgetMs: 60_000, tasks: ['tenant-work'],
+        now: null, workerId: `killed-${i}`, results: [], limit: 4, budgetMs: 60_000, tasks: [name],
         leaseMs: 150, leaseGraceMs: 0, flowLimits: limits,
       }));
       killed += rows.filter((r) => r.id !== null).length;
@@ -123,7 +128,7 @@ test('per-key and global concurrency hold under 24 parallel tick loops, with wor
   const loops = Array.from({ length: 24 }, async () => {
     for (let round = 0; round < 400; round++) {
       await skiplock.tick({ untilIdle: true, concurrency: 4, pollIntervalMs: 10, reapIntervalMs: 50, budgetMs: 20_000 });
-      const [left] = await db.sql.query<{ n: number }>(statement(`SELECT count(*)::int AS n FROM skiplock.job WHERE status <> 'DONE'`));
+      const [left] = await db.sql.query<{ n: number }>(statement(`SELECT count(*)::int AS n FROM skiplock.job WHERE status <> 'DONE' AND task IN ($1, $2)`, [name, `${name}-plain`]));
       if (Number(left!.n) === 0) return;
       await sleep(20);
     }
@@ -131,11 +136,12 @@ test('per-key and global concurrency hold under 24 parallel tick loops, with wor
   await Promise.all([...loops, kill()]);
 
   expect(killed).toBeGreaterThan(0);
-  const [counts] = await db.sql.query(statement(`SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done, count(*)::int AS all FROM skiplock.job WHERE task = 'tenant-work'`));
+  const [counts] = await db.sql.query(statement(`SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done, count(*)::int AS all FROM skiplock.job WHERE task = $1`, [name]));
   expect(counts).toEqual({ done: JOBS, all: JOBS });
-  const p = await peaks('tenant-work');
+  const p = await peaks(name);
   expect(p.peakKey).toBe(PER_KEY); // reached, never exceeded
-  expect(p.peakTotal).toBeLessThanOrEqual(GLOBAL);
+  if (global) expect(p.peakTotal).toBe(GLOBAL);
+  else expect(p.peakTotal).toBeGreaterThan(25);
   expect(ran).toBeGreaterThanOrEqual(JOBS);
 }, 120_000);
 
@@ -226,4 +232,16 @@ test('a key held by its rate limit wakes the ticker when its window opens, not b
   expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 2 });
   now = T0 + 19_000;
   expect(await skiplock.msUntilNextWork()).toBe(2_000);
+});
+
+test('without flow control the claim is the plain statement: claimable_jobs alone, no new parameter', () => {
+  const params = { now: null, workerId: 'w', results: [], limit: 5, budgetMs: 1_000, tasks: ['a'], leaseMs: 1, leaseGraceMs: 1 };
+  const plain = completeAndClaim(params);
+  expect(plain).toEqual(completeAndClaim({ ...params, flowLimits: [] }));
+  expect(plain.text).toContain('skiplock.claimable_jobs($4, coalesce($1::timestamptz, now()), $5, $8::text[])');
+  expect(plain.text).not.toContain('claim_limited');
+  expect(plain.values).toHaveLength(9);
+  const limited = completeAndClaim({ ...params, tasks: ['a', 'b'], flowLimits: [{ task: 'b', limit: 1 }] });
+  expect(limited.text).toContain('skiplock.claim_limited');
+  expect(limited.values.slice(9)).toEqual([JSON.stringify([{ task: 'b', limit: 1 }]), ['a']]);
 });
