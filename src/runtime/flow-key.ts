@@ -5,7 +5,9 @@
  */
 import { SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
+import { setFlowKeys, unkeyedLimitedJobs } from '../store/flow.ts';
 import type { FlowLimitRow } from '../store/jobs.ts';
+import type { Sql } from '../store/sql.ts';
 import type { Task, TaskRegistry } from './task.ts';
 
 export const MAX_FLOW_KEY_LENGTH = 255;
@@ -54,4 +56,37 @@ export function flowLimits(registry: TaskRegistry): FlowLimitRow[] {
     });
   }
   return rows;
+}
+
+const ADOPT_INTERVAL_MS = 60_000;
+const ADOPT_BATCH = 1_000;
+const lastAdopted = new WeakMap<TaskRegistry, number>();
+
+/**
+ * Gives flow keys to QUEUED jobs of limited tasks that have none (enqueued before the task had a
+ * limit, or by a deployment without it), at most once a minute per registry: without keys the
+ * limited claim never takes them. A payload whose key function throws gets the key ''. Resolves
+ * to how many jobs it keyed; true work only when such jobs exist.
+ */
+export async function adoptUnkeyedJobs(sql: Sql, registry: TaskRegistry, nowMs: number = Date.now()): Promise<number> {
+  const tasks = [...registry.values()].filter(isLimited);
+  if (tasks.length === 0 || nowMs - (lastAdopted.get(registry) ?? -Infinity) < ADOPT_INTERVAL_MS) return 0;
+  lastAdopted.set(registry, nowMs);
+  const rows = await sql.query(unkeyedLimitedJobs({ tasks: tasks.map((t) => t.name), limit: ADOPT_BATCH }));
+  if (rows.length === 0) return 0;
+  const jobs = rows.map((row) => {
+    const task = registry.get(String(row.task))!;
+    const stored = typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload;
+    const parsed = task.payload.safeParse(stored);
+    let keys: { flow_key: string | null; rate_key: string | null };
+    try {
+      keys = flowKeys(task, parsed.success ? parsed.data : stored);
+    } catch {
+      keys = { flow_key: '', rate_key: '' };
+    }
+    return { id: String(row.id), flow_key: keys.flow_key ?? '', rate_key: keys.rate_key ?? '' };
+  });
+  // A full batch: more may wait; the next tick takes them without waiting a minute.
+  if (rows.length === ADOPT_BATCH) lastAdopted.delete(registry);
+  return (await sql.query(setFlowKeys({ jobs }))).length;
 }

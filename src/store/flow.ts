@@ -75,3 +75,28 @@ export function jobFlowWait(p: { now: Clock; id: string; limits: readonly FlowLi
     [clock(p.now), JSON.stringify(p.limits), p.id],
   );
 }
+
+/**
+ * QUEUED jobs of limited tasks without flow keys: enqueued before their task had a limit, or by a
+ * deployment without it. The claim of limited tasks never sees them (they would wait forever), so
+ * the tick gives them their keys (setFlowKeys). Walks the QUEUED entries of the claim index
+ * (task is one of its columns); run at most once a minute per process.
+ */
+export function unkeyedLimitedJobs(p: { tasks: readonly string[]; limit: number }): Statement {
+  return statement(
+    `SELECT id::text AS id, task, payload FROM skiplock.job
+      WHERE status = 'QUEUED' AND flow_key IS NULL AND task = ANY($1::text[]) LIMIT $2`,
+    [p.tasks, p.limit],
+  );
+}
+
+/** Writes the keys unkeyedLimitedJobs' caller computed, to jobs still QUEUED without keys. */
+export function setFlowKeys(p: { jobs: readonly { id: string; flow_key: string; rate_key: string }[] }): Statement {
+  return statement(
+    `WITH k AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS k(id bigint, flow_key text, rate_key text))
+     UPDATE skiplock.job j SET flow_key = k.flow_key, rate_key = k.rate_key
+       FROM k WHERE j.id = ANY (ARRAY(SELECT id FROM k)) AND j.id = k.id AND j.status = 'QUEUED' AND j.flow_key IS NULL
+     RETURNING j.id`,
+    [JSON.stringify(p.jobs)],
+  );
+}

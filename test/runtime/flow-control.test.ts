@@ -245,3 +245,26 @@ test('without flow control the claim is the plain statement: claimable_jobs alon
   expect(limited.text).toContain('skiplock.claim_limited');
   expect(limited.values.slice(9)).toEqual([JSON.stringify([{ task: 'b', limit: 1 }]), ['a']]);
 });
+
+test('jobs enqueued before their task had a limit are given their keys by the tick, then claimed under the limit', async () => {
+  const before = defineTask({ name: 'gains-limit', payload: z.object({ tenant: z.string() }), handler: () => {} });
+  const old = createSkiplock({ sql: db.sql, tasks: [before], log: quiet });
+  await old.enqueueBatch(Array.from({ length: 6 }, (_, i) => ({ task: 'gains-limit', payload: { tenant: `t${i % 2}` } })));
+  let running = 0;
+  let peak = 0;
+  const after = defineTask({
+    name: 'gains-limit',
+    payload: z.object({ tenant: z.string() }),
+    concurrency: { limit: 1, key: (p) => p.tenant },
+    handler: async () => {
+      peak = Math.max(peak, (running += 1));
+      await sleep(20);
+      running -= 1;
+    },
+  });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [after], log: quiet });
+  expect(await skiplock.tick({ untilIdle: true, concurrency: 10 })).toMatchObject({ claimed: 6, done: 6 });
+  expect(peak).toBe(2);
+  const keys = await db.sql.query(statement(`SELECT DISTINCT flow_key FROM skiplock.job WHERE task = 'gains-limit' ORDER BY 1`));
+  expect(keys).toEqual([{ flow_key: 't0' }, { flow_key: 't1' }]);
+});
