@@ -5,7 +5,8 @@
  */
 import { SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
-import { setFlowKeys, unkeyedLimitedJobs } from '../store/flow.ts';
+import { pruneFlowStarts, setFlowKeys, unkeyedLimitedJobs } from '../store/flow.ts';
+import type { Clock } from '../store/clock.ts';
 import type { FlowLimitRow } from '../store/jobs.ts';
 import type { Sql } from '../store/sql.ts';
 import type { Task, TaskRegistry } from './task.ts';
@@ -65,13 +66,17 @@ const lastAdopted = new WeakMap<TaskRegistry, number>();
 /**
  * Gives flow keys to QUEUED jobs of limited tasks that have none (enqueued before the task had a
  * limit, or by a deployment without it), at most once a minute per registry: without keys the
- * limited claim never takes them. A payload whose key function throws gets the key ''. Resolves
+ * limited claim never takes them. Also deletes recorded starts past their window (pruneFlowStarts).
+ * A payload whose key function throws gets the key ''. Resolves
  * to how many jobs it keyed; true work only when such jobs exist.
  */
-export async function adoptUnkeyedJobs(sql: Sql, registry: TaskRegistry, nowMs: number = Date.now()): Promise<number> {
+export async function adoptUnkeyedJobs(sql: Sql, registry: TaskRegistry, now: Clock = null, nowMs: number = Date.now()): Promise<number> {
   const tasks = [...registry.values()].filter(isLimited);
   if (tasks.length === 0 || nowMs - (lastAdopted.get(registry) ?? -Infinity) < ADOPT_INTERVAL_MS) return 0;
   lastAdopted.set(registry, nowMs);
+  // The starts of rate-limited keys that no claim took again since their window passed.
+  const rated = flowLimits(registry).filter((l) => l.rate !== undefined);
+  if (rated.length > 0) await sql.query(pruneFlowStarts({ now, limits: rated, limit: 10_000 }));
   const rows = await sql.query(unkeyedLimitedJobs({ tasks: tasks.map((t) => t.name), limit: ADOPT_BATCH }));
   if (rows.length === 0) return 0;
   const jobs = rows.map((row) => {

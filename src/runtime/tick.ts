@@ -324,7 +324,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
         statements += 1;
         if (await reap(sql, now(), counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) queueEmpty = false;
         // Jobs of limited tasks enqueued without their keys: keyed here, or no claim would take them.
-        const adopted = limits.length === 0 ? 0 : await adoptUnkeyedJobs(sql, deps.run.registry).catch((error: unknown) => {
+        const adopted = limits.length === 0 ? 0 : await adoptUnkeyedJobs(sql, deps.run.registry, now()).catch((error: unknown) => {
           deps.log('warn', 'keying jobs of limited tasks failed', { error: String(error) });
           return 0;
         });

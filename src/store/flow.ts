@@ -100,3 +100,19 @@ export function setFlowKeys(p: { jobs: readonly { id: string; flow_key: string; 
     [JSON.stringify(p.jobs)],
   );
 }
+
+/**
+ * Deletes recorded starts past their task's rate window: the claim prunes a key's starts when it
+ * claims that key again, this catches the keys that are never claimed again.
+ */
+export function pruneFlowStarts(p: { now: Clock; limits: readonly FlowLimitRow[]; limit: number }): Statement {
+  return statement(
+    `WITH l AS MATERIALIZED (${LIMITS}),
+     doomed AS MATERIALIZED (
+       SELECT s.ctid FROM skiplock.flow_start s JOIN l ON l.task = s.task
+        WHERE l.rate IS NOT NULL AND s.started_at <= ${NOW} - l.period_ms ${MS}
+        LIMIT $3)
+     DELETE FROM skiplock.flow_start s WHERE s.ctid IN (SELECT ctid FROM doomed)`,
+    [clock(p.now), JSON.stringify(p.limits), p.limit],
+  );
+}

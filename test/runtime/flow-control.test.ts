@@ -268,3 +268,17 @@ test('jobs enqueued before their task had a limit are given their keys by the ti
   const keys = await db.sql.query(statement(`SELECT DISTINCT flow_key FROM skiplock.job WHERE task = 'gains-limit' ORDER BY 1`));
   expect(keys).toEqual([{ flow_key: 't0' }, { flow_key: 't1' }]);
 });
+
+test('recorded starts of keys never claimed again are pruned once their window has passed', async () => {
+  const T0 = Date.parse('2034-01-01T00:00:00Z');
+  let now = T0;
+  const task = defineTask({ name: 'prune-rate', payload: z.object({ k: z.string() }), rateLimit: { limit: 5, periodMs: 1_000, key: (p) => p.k }, handler: () => {} });
+  const count = async () => Number((await db.sql.query(statement(`SELECT count(*)::int AS n FROM skiplock.flow_start WHERE task = 'prune-rate'`)))[0]!.n);
+  const first = createSkiplock({ sql: db.sql, tasks: [task], now: () => new Date(now), log: quiet });
+  await first.enqueueBatch(['a', 'b', 'c'].map((k) => ({ task: 'prune-rate', payload: { k } })));
+  await first.tick({ untilIdle: true });
+  expect(await count()).toBe(3);
+  now = T0 + 1_000;
+  await createSkiplock({ sql: db.sql, tasks: [task], now: () => new Date(now), log: quiet }).tick({ untilIdle: true });
+  expect(await count()).toBe(0);
+});
