@@ -1,5 +1,6 @@
 /** Renders metrics in the Prometheus text exposition format (version 0.0.4). Pure. */
 import type { JobStats } from '../runtime/admin.ts';
+import type { FlowStatus } from '../runtime/flow-status.ts';
 import { TICK_DURATION_BUCKETS, type TickTotals } from '../runtime/tick-metrics.ts';
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -27,7 +28,7 @@ export interface FlowControlGauge {
   debounced: number;
 }
 
-export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly FlowControlGauge[] = []): string {
+export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly FlowControlGauge[] = [], limits?: FlowStatus): string {
   const byTask = Object.entries(stats.byTask).flatMap(([task, counts]) =>
     Object.entries(counts).map(([status, n]) => sample('skiplock_jobs', n, { status, task })),
   );
@@ -46,6 +47,7 @@ export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly
     ]),
     ...family('skiplock_task_paused', 'gauge', 'Paused tasks (1): no tick claims their jobs.', flow.filter((f) => f.paused).map((f) => sample('skiplock_task_paused', 1, { task: f.task }))),
     ...family('skiplock_jobs_debounced', 'gauge', 'QUEUED jobs waiting on a debounce, by task.', flow.filter((f) => f.debounced > 0).map((f) => sample('skiplock_jobs_debounced', f.debounced, { task: f.task }))),
+    ...(limits ? flowFamilies(limits) : []),
     ...counter('skiplock_ticks_total', 'Ticks run by this process or isolate.', ticks.ticks),
     ...counter('skiplock_tick_failures_total', 'Ticks that threw.', ticks.failedTicks),
     ...counter('skiplock_claims_total', 'Jobs claimed.', ticks.claimed),
@@ -64,4 +66,18 @@ export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly
     ]),
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** Flow control (tasks with concurrency or rateLimit): counts by task, never a series per key. */
+function flowFamilies(flow: FlowStatus): string[] {
+  const tasks = Object.entries(flow.byTask);
+  return [
+    ...family(
+      'skiplock_flow_keys_at_limit',
+      'gauge',
+      'Keys at their limit, by task and limit (concurrency: per key; global: the task over all keys; rate: per key, in the current window).',
+      tasks.flatMap(([task, t]) => Object.entries(t.keysAtLimit).map(([limit, n]) => sample('skiplock_flow_keys_at_limit', n, { limit, task }))),
+    ),
+    ...family('skiplock_flow_jobs_waiting', 'gauge', 'Due QUEUED jobs held back by a concurrency or rate limit, by task.', tasks.map(([task, t]) => sample('skiplock_flow_jobs_waiting', t.waiting, { task }))),
+  ];
 }

@@ -6,6 +6,7 @@ import { checkRange, SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
 import { z } from 'zod';
+import { flowKeys } from './flow-key.ts';
 import { cancelJob, currentTime, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
 import { getJob } from '../store/jobs.ts';
 import { checkTaskPayload, MAX_DELAY_MS, storableInstant, toIssues } from './enqueue.ts';
@@ -225,6 +226,7 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
       const input = parsed.data;
       if (!isJobId(id)) throw notFound(id);
       let payload: unknown = null;
+      let keys: { flow_key: string | null; rate_key: string | null } = { flow_key: null, rate_key: null };
       if (input.payload !== undefined) {
         // The payload is checked against the job's task, so that task is read first (it never changes).
         const [row] = await sql.query(getJob({ id }));
@@ -236,6 +238,8 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
         const checked = checkTaskPayload(task, input.payload, ['payload']);
         if ('issues' in checked) throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, checked.issues);
         payload = checked.value;
+        // A new payload may name another flow-control key: computed again, as at enqueue.
+        keys = flowKeys(task, payload, ['payload']);
       }
       return updateOne(
         id,
@@ -245,6 +249,7 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
           delayMs: input.delayMs ?? null,
           payload,
           hasPayload: input.payload !== undefined,
+          ...keys,
           priority: input.priority ?? null,
         }),
         'rescheduled (only QUEUED jobs can)',

@@ -6,6 +6,7 @@ import type { Clock } from '../store/clock.ts';
 import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob, type NewJobRow } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql, Statement } from '../store/sql.ts';
+import { flowKeys } from './flow-key.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
 import { isTraceparent } from './tracing.ts';
 
@@ -116,6 +117,7 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
     scheduled_for: null,
     traceparent: input.traceparent ?? traceparent ?? null,
     debounce: input.debounce,
+    ...flowKeys(task, payload.value, [...path, 'payload']),
   };
 }
 

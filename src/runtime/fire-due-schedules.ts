@@ -15,7 +15,8 @@ import type { Clock } from '../store/clock.ts';
 import { toBool, toDate } from '../store/rows.ts';
 import { fireSchedules, readDueSchedules, type FiringPlanRow, type ScheduleRowInput } from '../store/schedules.ts';
 import type { Row, Sql } from '../store/sql.ts';
-import type { TaskRegistry } from './task.ts';
+import { flowKeys } from './flow-key.ts';
+import type { Task, TaskRegistry } from './task.ts';
 import type { Logger, WarnOnce } from './log.ts';
 
 export interface FiringDeps {
@@ -63,6 +64,7 @@ export async function fireDueSchedules(deps: FiringDeps): Promise<number> {
         priority: task.priority,
         max_attempts: task.maxAttempts,
         timeout_ms: task.timeoutMs,
+        ...flowKeys(task, scheduledPayload(task, row.payload)),
       });
     } catch (error) {
       // A stored timing this runtime cannot read (a time zone its ICU lacks): the others still fire.
@@ -88,4 +90,11 @@ function toTextArray(value: unknown): string[] {
   if (Array.isArray(value)) return value.map(String);
   const text = String(value);
   return text === '{}' ? [] : text.replace(/^\{|\}$/g, '').split(',').map((item) => item.replace(/^"|"$/g, ''));
+}
+
+/** The payload a scheduled job's handler will get (parsed by its task's schema), for its flow keys. */
+function scheduledPayload(task: Task, stored: unknown): unknown {
+  const value = typeof stored === 'string' ? JSON.parse(stored) : stored;
+  const parsed = task.payload.safeParse(value);
+  return parsed.success ? parsed.data : value;
 }

@@ -19,6 +19,8 @@ import { createScheduleOperations, msUntilFirstRun, type ScheduleOperations } fr
 import { createRegistry, type Task, type TaskRegistry } from './task.ts';
 import type { EnqueueInputOf, TaskList } from './task-types.ts';
 import { consoleLog, warnOnceWith, type Logger } from './log.ts';
+import { flowLimits } from './flow-key.ts';
+import { createFlowOperations, type FlowOperations } from './flow-status.ts';
 import { TICK_DEFAULTS, tick, type TickOptions } from './tick.ts';
 import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
 import { resolveTracing, type OtelOption } from './tracing.ts';
@@ -110,7 +112,7 @@ const PRUNE_INTERVAL_MS = 60_000;
  * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/admin.ts); putSchedule,
  * deleteSchedule, listSchedules, getSchedule, fireDueSchedules (src/runtime/schedules.ts).
  */
-export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperations, ScheduleOperations {
+export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperations, ScheduleOperations, FlowOperations {
   readonly sql: Sql;
   readonly tasks: TaskRegistry;
   /** Validates and enqueues one job; the same idempotency key returns the original job. */
@@ -239,7 +241,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     prune,
     async msUntilNextWork(options) {
       const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...config.tick, ...options };
-      const rows = await sql.query(msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticSchedules }));
+      const rows = await sql.query(msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticSchedules, flowLimits: flowLimits(registry) }));
       // Work and stored next runs come as one figure; schedules put since the last tick, one row each.
       const ms = rows.map((row) => (toBool(row.uncomputed) ? msUntilFirstRun(row) : row.ms === null || row.ms === undefined ? null : Number(row.ms)));
       return ms.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);
@@ -249,6 +251,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     migrate: (migrations) => migrate(config.sql, migrations),
     tickTotals: tickMetrics.totals,
     ...createAdminOperations(sql, now, registry),
+    ...createFlowOperations(sql, registry, now),
     ...schedules,
   };
 }

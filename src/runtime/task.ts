@@ -63,6 +63,35 @@ export interface TaskDefinition<Schema extends z.ZodType = z.ZodType, Name exten
   backoff?: Backoff;
   /** Default priority of its jobs; higher runs first. Default 0. */
   priority?: number;
+  /**
+   * At most `limit` jobs of this task RUNNING at once; per key when `key` is given (one at a time
+   * per tenant: `{ limit: 1, key: (p) => p.tenantId }`), and then at most `globalLimit` over all
+   * keys when that is given too. The key is computed from the payload at enqueue.
+   */
+  concurrency?: ConcurrencyLimit<z.output<Schema>>;
+  /**
+   * At most `limit` jobs of a key start in any window of `periodMs` (a sliding window, measured on
+   * the database clock); per key when `key` is given. A job over the limit waits, QUEUED, until
+   * its key allows.
+   */
+  rateLimit?: RateLimit<z.output<Schema>>;
+}
+
+export interface ConcurrencyLimit<Payload = unknown> {
+  /** Jobs RUNNING at once (per key when `key` is given): an integer from 1 to 100 000. */
+  limit: number;
+  /** The key a job counts against, from its payload: 1–255 characters. */
+  key?(payload: Payload): string;
+  /** With `key`: at most this many jobs of the task RUNNING over all keys. */
+  globalLimit?: number;
+}
+
+export interface RateLimit<Payload = unknown> {
+  /** Starts per window (per key when `key` is given): an integer from 1 to 100 000. */
+  limit: number;
+  /** The window, in ms: an integer from 1 to 31 days. */
+  periodMs: number;
+  key?(payload: Payload): string;
 }
 
 /**
@@ -88,7 +117,41 @@ export function defineTask<const Name extends string, Schema extends z.ZodType>(
   if (!Number.isInteger(task.priority) || Math.abs(task.priority) > 32767) throw new TypeError(`${task.name}: priority must be a smallint`);
   const backoffProblem = task.backoff === undefined ? undefined : invalidBackoff(task.backoff);
   if (backoffProblem) throw new TypeError(`${task.name}: ${backoffProblem}`);
+  checkFlowControl(task);
   return task;
+}
+
+const MAX_FLOW_LIMIT = 100_000;
+const MAX_PERIOD_MS = 31 * 24 * 3600 * 1000;
+
+function checkFlowControl(task: Task) {
+  const isLimit = (n: unknown) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= MAX_FLOW_LIMIT;
+  const checkKey = (option: string, key: unknown) => {
+    if (key !== undefined && typeof key !== 'function') throw new TypeError(`${task.name}: ${option}.key must be a function (payload) => string`);
+  };
+  const known = (option: string, value: object, names: readonly string[]) => {
+    const extra = Object.keys(value).filter((k) => !names.includes(k));
+    if (extra.length > 0) throw new TypeError(`${task.name}: ${option} has unknown option ${extra.map((k) => JSON.stringify(k)).join(', ')} (expected ${names.join(', ')})`);
+  };
+  const { concurrency, rateLimit } = task;
+  if (concurrency !== undefined) {
+    if (typeof concurrency !== 'object' || concurrency === null) throw new TypeError(`${task.name}: concurrency must be { limit, key?, globalLimit? }`);
+    known('concurrency', concurrency, ['limit', 'key', 'globalLimit']);
+    if (!isLimit(concurrency.limit)) throw new TypeError(`${task.name}: concurrency.limit must be an integer from 1 to ${MAX_FLOW_LIMIT}`);
+    checkKey('concurrency', concurrency.key);
+    if (concurrency.globalLimit !== undefined) {
+      if (!isLimit(concurrency.globalLimit)) throw new TypeError(`${task.name}: concurrency.globalLimit must be an integer from 1 to ${MAX_FLOW_LIMIT}`);
+      if (concurrency.key === undefined) throw new TypeError(`${task.name}: concurrency.globalLimit needs concurrency.key (without a key, limit is already the task's global limit)`);
+    }
+  }
+  if (rateLimit !== undefined) {
+    if (typeof rateLimit !== 'object' || rateLimit === null) throw new TypeError(`${task.name}: rateLimit must be { limit, periodMs, key? }`);
+    known('rateLimit', rateLimit, ['limit', 'periodMs', 'key']);
+    if (!isLimit(rateLimit.limit)) throw new TypeError(`${task.name}: rateLimit.limit must be an integer from 1 to ${MAX_FLOW_LIMIT}`);
+    if (!Number.isInteger(rateLimit.periodMs) || rateLimit.periodMs < 1 || rateLimit.periodMs > MAX_PERIOD_MS)
+      throw new TypeError(`${task.name}: rateLimit.periodMs must be an integer from 1 to ${MAX_PERIOD_MS} (31 days)`);
+    checkKey('rateLimit', rateLimit.key);
+  }
 }
 
 export type TaskRegistry = ReadonlyMap<string, Task>;

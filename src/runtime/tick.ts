@@ -20,6 +20,7 @@ import { completeAndClaim, extendLeases, reapExpiredLeases, releaseUnseenClaims 
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Row, Sql } from '../store/sql.ts';
 import type { Logger, WarnOnce } from './log.ts';
+import { adoptUnkeyedJobs, flowLimits } from './flow-key.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
 import { asIds, isRefusal, keyOf, runKey, tally, toResultRow, type PendingResult } from './tick-results.ts';
 import { createWakeup, startClock, yieldToIo } from './tick-timing.ts';
@@ -115,6 +116,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   /** Each claiming statement writes its own locked_by (workerId#n): a run's fence names its claim. */
   let claimNumber = 0;
   const taskNames = [...deps.run.registry.keys()];
+  const limits = flowLimits(deps.run.registry);
   const counts = emptyTickResult();
   /** Running handlers, by claim (runKey): a later run of the same job never shares an entry. */
   const running = new Map<string, RunningJob>();
@@ -239,6 +241,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
         leaseGraceMs: LEASE_GRACE_MS,
         tasks: taskNames,
         staticSchedules: probeSchedules ? deps.staticSchedules : null,
+        flowLimits: limits,
       });
       rows = await sql.query(claim);
     } catch (error) {
@@ -330,6 +333,12 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
         lastReap = elapsed();
         statements += 1;
         if (await reap(sql, now(), counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) queueEmpty = false;
+        // Jobs of limited tasks enqueued without their keys: keyed here, or no claim would take them.
+        const adopted = limits.length === 0 ? 0 : await adoptUnkeyedJobs(sql, deps.run.registry, now()).catch((error: unknown) => {
+          deps.log('warn', 'keying jobs of limited tasks failed', { error: String(error) });
+          return 0;
+        });
+        if (adopted > 0) queueEmpty = false;
         const pruned = await deps.housekeeping?.().catch((error: unknown) => deps.log('warn', 'pruning finished jobs failed', { error: String(error) }));
         if (pruned === true) statements += 1;
       }

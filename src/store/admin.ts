@@ -139,15 +139,28 @@ export function currentTime(p: { now: Clock }): Statement {
  * QUEUED: a claim that got there first leaves it RUNNING, and the answer says not applied (409).
  * `run_at` absolute, or `delay_ms` after now, or neither (kept).
  */
-export function rescheduleJob(p: { now: Clock; id: string; runAt: string | null; delayMs: number | null; payload: unknown; hasPayload: boolean; priority: number | null }): Statement {
+export function rescheduleJob(p: {
+  now: Clock;
+  id: string;
+  runAt: string | null;
+  delayMs: number | null;
+  payload: unknown;
+  hasPayload: boolean;
+  /** With a new payload: its flow-control keys (src/runtime/flow-key.ts). */
+  flow_key?: string | null;
+  rate_key?: string | null;
+  priority: number | null;
+}): Statement {
   return updateOneJob(
     `UPDATE skiplock.job j SET
        run_at = coalesce($3::timestamptz, ${NOW} + $4::bigint ${MS}, j.run_at),
        payload = CASE WHEN $6::boolean THEN $5::jsonb ELSE j.payload END,
+       flow_key = CASE WHEN $6::boolean THEN $8 ELSE j.flow_key END,
+       rate_key = CASE WHEN $6::boolean THEN $9 ELSE j.rate_key END,
        priority = coalesce($7::smallint, j.priority),
        updated_at = ${NOW}
      WHERE j.id = $2::bigint AND j.status = 'QUEUED'`,
-    [clock(p.now), p.id, p.runAt, p.delayMs, p.hasPayload ? JSON.stringify(p.payload) : null, p.hasPayload, p.priority],
+    [clock(p.now), p.id, p.runAt, p.delayMs, p.hasPayload ? JSON.stringify(p.payload) : null, p.hasPayload, p.priority, p.flow_key ?? null, p.rate_key ?? null],
   );
 }
 

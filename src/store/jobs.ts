@@ -23,6 +23,9 @@ export interface NewJobRow {
   scheduled_for: string | null;
   /** The W3C traceparent of the enqueuer (src/runtime/tracing.ts); null or absent: none. */
   traceparent?: string | null;
+  /** Flow control keys (src/runtime/flow-key.ts): null for a task without concurrency or rate limits. */
+  flow_key?: string | null;
+  rate_key?: string | null;
 }
 
 /**
@@ -41,13 +44,13 @@ export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): 
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(
          ord int, task text, payload jsonb, priority smallint, run_at timestamptz, delay_ms bigint,
          max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz,
-         traceparent text)
+         traceparent text, flow_key text, rate_key text)
      ),
      inserted AS (
        INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
-                                      idempotency_key, schedule_name, scheduled_for, created_at, updated_at, traceparent)
+                                      idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, created_at, updated_at, traceparent)
        SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
-              idempotency_key, schedule_name, scheduled_for, ${NOW}, ${NOW}, traceparent
+              idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, ${NOW}, ${NOW}, traceparent
          FROM input ORDER BY ord
        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
        RETURNING j.*
@@ -80,14 +83,14 @@ export interface DebouncedJobRow extends Omit<NewJobRow, 'run_at' | 'idempotency
 export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Statement {
   const j = p.job;
   return statement(
-    `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, debounce_key, created_at, updated_at, traceparent)
-     VALUES ($2, $3::jsonb, $4, ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, $7, $8, $9, ${NOW}, ${NOW}, $11)
+    `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, debounce_key, created_at, updated_at, traceparent, flow_key, rate_key)
+     VALUES ($2, $3::jsonb, $4, ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, $7, $8, $9, ${NOW}, ${NOW}, $11, $12, $13)
      ON CONFLICT (task, debounce_key) WHERE status = 'QUEUED' AND debounce_key IS NOT NULL DO UPDATE SET
        payload = CASE WHEN $10::text = 'first' THEN j.payload ELSE excluded.payload END,
        run_at = least(${NOW} + $5::bigint ${MS}, coalesce(j.created_at + $6::bigint ${MS}, 'infinity')),
        updated_at = ${NOW}
      RETURNING j.*, (j.xmax = 0) AS inserted`,
-    [clock(p.now), j.task, JSON.stringify(j.payload), j.priority, j.delay_ms, j.max_delay_ms, j.max_attempts, j.timeout_ms, j.debounce_key, j.keep, j.traceparent ?? null],
+    [clock(p.now), j.task, JSON.stringify(j.payload), j.priority, j.delay_ms, j.max_delay_ms, j.max_attempts, j.timeout_ms, j.debounce_key, j.keep, j.traceparent ?? null, j.flow_key ?? null, j.rate_key ?? null],
   );
 }
 
@@ -148,6 +151,24 @@ export interface CompleteAndClaimParams {
    * schedules only then, instead of reading them on every poll. Default null (not asked).
    */
   staticSchedules?: readonly string[] | null;
+  /**
+   * The limits of the tasks above that have flow control (concurrency, rateLimit): their jobs are
+   * claimed by skiplock.claim_limited (migration 010), first, and the rest of `limit` by the plain
+   * claim. Empty or absent: the statement is the plain one, unchanged.
+   */
+  flowLimits?: readonly FlowLimitRow[];
+}
+
+/** One limited task as skiplock.claim_limited reads it (src/runtime/flow-key.ts builds them). */
+export interface FlowLimitRow {
+  task: string;
+  /** Concurrency per flow_key. */
+  limit?: number;
+  /** Concurrency over all keys. */
+  global?: number;
+  /** Starts per period_ms per rate_key. */
+  rate?: number;
+  period_ms?: number;
 }
 
 /**
@@ -165,6 +186,8 @@ export interface CompleteAndClaimParams {
  * than by a join the planner may turn into a scan of every RUNNING row or of the whole table.
  */
 export function completeAndClaim(p: CompleteAndClaimParams): Statement {
+  const limited = (p.flowLimits?.length ?? 0) > 0;
+  const limitedNames = new Set(p.flowLimits?.map((l) => l.task));
   return statement(
     `WITH results AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb)
@@ -203,11 +226,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
        WHERE r.state IS NOT NULL AND r.status = 'DONE' AND s.name = w.schedule_name
          AND s.state IS NOT DISTINCT FROM w.schedule_state
      ),
-     next AS MATERIALIZED (
-       -- migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say
-       -- Paused tasks (migration 011) are left out of the claim's task list.
-       SELECT id FROM skiplock.claimable_jobs($4, ${NOW}, $5, ARRAY(SELECT unnest($8::text[]) EXCEPT SELECT name FROM skiplock.paused_task)) AS id
-     ),
+     ${limited ? CLAIM_LIMITED : CLAIM_PLAIN},
      claimed AS (
        UPDATE skiplock.job j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
@@ -227,9 +246,38 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
                                   AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[])))) AS schedule_due
                FROM written) AS w
        FULL JOIN claimed ON false`,
-    [clock(p.now), p.workerId, JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs, p.tasks, p.staticSchedules ?? null],
+    [
+      clock(p.now), p.workerId, JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs, p.tasks, p.staticSchedules ?? null,
+      ...(limited ? [JSON.stringify(p.flowLimits), p.tasks.filter((t) => !limitedNames.has(t))] : []),
+    ],
   );
 }
+
+/** migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say. */
+/** A task-name array parameter without the paused tasks (migration 011): no tick claims those. */
+export const unpaused = (param: string) => `ARRAY(SELECT unnest(${param}::text[]) EXCEPT SELECT name FROM skiplock.paused_task)`;
+/** A flow-limits parameter (a jsonb array of {task, ...}) without the paused tasks. */
+export const unpausedLimits = (param: string) =>
+  `(SELECT coalesce(jsonb_agg(e), '[]'::jsonb) FROM jsonb_array_elements(${param}::jsonb) e
+     WHERE NOT EXISTS (SELECT 1 FROM skiplock.paused_task p WHERE p.name = e->>'task'))`;
+
+const CLAIM_PLAIN = `next AS MATERIALIZED (
+       -- migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say
+       SELECT id FROM skiplock.claimable_jobs($4, ${NOW}, $5, ${unpaused('$8')}) AS id
+     )`;
+
+/**
+ * With flow control: the limited tasks ($10, migration 010's claim_limited) first — bounded by
+ * their limits, they cannot starve the others, and a backlog of plain jobs cannot starve them —
+ * then the plain tasks ($11) in what is left of `limit`, by the plain claim, unchanged.
+ */
+const CLAIM_LIMITED = `limited AS MATERIALIZED (
+       SELECT id FROM skiplock.claim_limited($4::int, ${NOW}, $5, ${unpausedLimits('$10')}) AS id
+     ),
+     plain AS MATERIALIZED (
+       SELECT id FROM skiplock.claimable_jobs($4::int - (SELECT count(*)::int FROM limited), ${NOW}, $5, ${unpaused('$11')}) AS id
+     ),
+     next AS (SELECT id FROM limited UNION ALL SELECT id FROM plain)`;
 
 /**
  * After a claiming statement failed (it may have committed with its answer lost): gives back the

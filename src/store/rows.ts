@@ -12,7 +12,7 @@ export function toBool(value: unknown): boolean {
   return value === true || value === 't';
 }
 
-function toDateOrNull(value: unknown): Date | null {
+export function toDateOrNull(value: unknown): Date | null {
   return value === null || value === undefined ? null : toDate(value);
 }
 

@@ -122,6 +122,9 @@ export interface FiringPlanRow {
   priority: number;
   max_attempts: number;
   timeout_ms: number;
+  /** Flow control keys of its jobs (src/runtime/flow-key.ts); null for a task without limits. */
+  flow_key?: string | null;
+  rate_key?: string | null;
 }
 
 /** Firing history kept per schedule; older firings are deleted when the schedule fires again. */
@@ -146,11 +149,11 @@ export function fireSchedules(p: { now: Clock; plans: readonly FiringPlanRow[] }
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS p(
          name text, revision int, watermark timestamptz, instants timestamptz[], advance_to timestamptz,
          next_run_at timestamptz, busy_advance_to timestamptz, busy_next_run_at timestamptz,
-         priority smallint, max_attempts int, timeout_ms int)
+         priority smallint, max_attempts int, timeout_ms int, flow_key text, rate_key text)
      ),
      locked AS MATERIALIZED (
        SELECT s.name, s.task, s.payload, s.state, p.instants, p.advance_to, p.next_run_at,
-              p.busy_advance_to, p.busy_next_run_at, p.priority, p.max_attempts, p.timeout_ms,
+              p.busy_advance_to, p.busy_next_run_at, p.priority, p.max_attempts, p.timeout_ms, p.flow_key, p.rate_key,
               (s.overlap = 'skip' AND EXISTS (
                  SELECT 1 FROM skiplock.job j
                   WHERE j.schedule_name = s.name AND j.status IN ('QUEUED', 'RUNNING'))) AS busy
@@ -177,10 +180,10 @@ export function fireSchedules(p: { now: Clock; plans: readonly FiringPlanRow[] }
      ),
      jobs AS (
        INSERT INTO skiplock.job (id, task, payload, priority, run_at, max_attempts, timeout_ms,
-                                 schedule_name, scheduled_for, schedule_state, created_at, updated_at)
+                                 schedule_name, scheduled_for, schedule_state, flow_key, rate_key, created_at, updated_at)
        OVERRIDING SYSTEM VALUE
        SELECT f.job_id, l.task, l.payload, l.priority, f.scheduled_for, l.max_attempts, l.timeout_ms,
-              f.schedule_name, f.scheduled_for, l.state, ${NOW}, ${NOW}
+              f.schedule_name, f.scheduled_for, l.state, l.flow_key, l.rate_key, ${NOW}, ${NOW}
          FROM firings f JOIN locked l ON l.name = f.schedule_name
         ORDER BY f.job_id
        RETURNING id

@@ -1,5 +1,6 @@
 /** What a self-scheduling ticker (the Cloudflare Durable Object alarm) asks before it sleeps. */
 import { NOW, clock, type Clock } from './clock.ts';
+import { unpaused, type FlowLimitRow } from './jobs.ts';
 import { statement, type Statement } from './sql.ts';
 
 /**
@@ -25,12 +26,21 @@ export const UNCOMPUTED_SCHEDULES_LIMIT = 20;
  * syntax, which SQL cannot read): such rows follow, `uncomputed`, with their timing, watermark and
  * the clock, at most UNCOMPUTED_SCHEDULES_LIMIT of them.
  */
-export function msUntilNextWork(p: { now: Clock; tasks: readonly string[]; budgetMs: number; schedules: readonly string[] }): Statement {
+export function msUntilNextWork(p: {
+  now: Clock;
+  tasks: readonly string[];
+  budgetMs: number;
+  schedules: readonly string[];
+  /** The limits of the tasks above with flow control (see completeAndClaim); absent: the plain statement. */
+  flowLimits?: readonly FlowLimitRow[];
+}): Statement {
+  const limited = (p.flowLimits?.length ?? 0) > 0;
+  const limitedNames = new Set(p.flowLimits?.map((l) => l.task));
   return statement(
     `SELECT false AS uncomputed,
             floor(extract(epoch FROM least(
               -- Paused tasks (migration 011) keep nothing awake.
-              skiplock.next_claimable_at(ARRAY(SELECT unnest($2::text[]) EXCEPT SELECT name FROM skiplock.paused_task), $3),
+              ${limited ? NEXT_LIMITED : `skiplock.next_claimable_at(${unpaused('$2')}, $3)`},
               (SELECT ${NOW} WHERE EXISTS (SELECT 1 FROM skiplock.job WHERE status = 'RUNNING' AND task = ANY($2::text[]))),
               -- Its static schedules by name; its dynamic ones, the first of each task (schedule_task_due_idx,
               -- migration 008). \`enabled IS NOT FALSE\` (enabled is NOT NULL: the same rows) does not imply
@@ -49,6 +59,23 @@ export function msUntilNextWork(p: { now: Clock; tasks: readonly string[]; budge
        WHERE s.enabled AND s.next_run_at IS NULL
          AND (s.name = ANY($4::text[]) OR (s.source = 'dynamic' AND s.task = ANY($2::text[])))
        LIMIT ${UNCOMPUTED_SCHEDULES_LIMIT})`,
-    [clock(p.now), p.tasks, p.budgetMs, p.schedules],
+    [clock(p.now), p.tasks, p.budgetMs, p.schedules, ...(limited ? [p.tasks.filter((t) => !limitedNames.has(t)), JSON.stringify(p.flowLimits)] : [])],
   );
 }
+
+/**
+ * With flow control: the plain tasks ($5) as before; for the limited ones ($6), each key's next
+ * due job, but not before its rate limit's window opens (its rate-th most recent start + the
+ * period): a key held by its rate limit wakes the ticker when it can start again, not before. A
+ * key at its concurrency limit has RUNNING jobs, which keep the ticker awake anyway.
+ */
+const NEXT_LIMITED = `skiplock.next_claimable_at(${unpaused('$5')}, $3),
+              (SELECT min(CASE WHEN l.rate IS NULL THEN k.run_at ELSE greatest(k.run_at,
+                        (SELECT s.started_at + l.period_ms * interval '1 millisecond' FROM skiplock.flow_start s
+                          WHERE s.task = k.task AND s.rate_key = k.rate_key
+                          ORDER BY s.started_at DESC OFFSET l.rate - 1 LIMIT 1)) END)
+                 FROM (SELECT DISTINCT ON (j.task, j.flow_key, j.rate_key) j.task, j.rate_key, j.run_at FROM skiplock.job j
+                        WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.timeout_ms <= $3 AND j.attempts < j.max_attempts
+                          AND j.task IN (SELECT task FROM jsonb_to_recordset($6::jsonb) AS x(task text) EXCEPT SELECT name FROM skiplock.paused_task)
+                        ORDER BY j.task, j.flow_key, j.rate_key, j.run_at) k
+                 JOIN jsonb_to_recordset($6::jsonb) AS l(task text, rate int, period_ms bigint) ON l.task = k.task)`;

@@ -21,9 +21,9 @@ const metricsRoute = createRoute({
 
 export function registerMetricsRoutes(app: App, { skiplock }: RouteDeps): void {
   app.openapi(metricsRoute, async (c) => {
-    const [stats, flow] = await Promise.all([skiplock.stats(), skiplock.sql.query(flowControlGauges())]);
+    const [stats, flow, limits] = await Promise.all([skiplock.stats(), skiplock.sql.query(flowControlGauges()), skiplock.flowStatus()]);
     const gauges = flow.map((row) => ({ task: String(row.task), paused: toBool(row.paused), debounced: Number(row.debounced) }));
-    const body = renderMetrics(stats, skiplock.tickTotals(), gauges);
+    const body = renderMetrics(stats, skiplock.tickTotals(), gauges, limits);
     return c.text(body, 200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE });
   });
 }

@@ -4,6 +4,7 @@ import { SkiplockError } from '../../../core/errors.ts';
 import type { Job } from '../../../core/types.ts';
 import { formatDuration, formatTime, jsonBlock, relativeTime, statusBadge, type Html } from '../format.ts';
 import { noticeOf } from '../notice.ts';
+import { describeFlowWait, type FlowWait } from '../../../runtime/flow-status.ts';
 import { isRetrying } from './jobs.ts';
 import { attemptTimeline, observabilityFacts } from './job-timeline.ts';
 import { jobWaitFacts } from '../../../store/admin.ts';
@@ -15,6 +16,7 @@ export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest
   const job = await deps.skiplock.getJob(id);
   if (!job) throw new SkiplockError('not_found', `There is no job ${JSON.stringify(id)}.`);
   const [facts] = job.status === 'QUEUED' ? await deps.skiplock.sql.query(jobWaitFacts({ id: job.id })) : [];
+  const flow = job.status === 'QUEUED' ? await deps.skiplock.flowWait(job.id) : null;
 
   const body = html`<div class="title-row">
   <h1>Job #${job.id}</h1>
@@ -34,6 +36,7 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
     <dt>Timeout</dt><dd>${formatDuration(job.timeoutMs)}</dd>
     <dt>Idempotency key</dt><dd>${job.idempotencyKey ?? html`<span class="muted">—</span>`}</dd>
     ${observabilityFacts(job)}
+    ${job.status === 'QUEUED' ? html`<dt>Waiting</dt><dd>${flowWaitingReason(job, flow, now)}</dd>` : ''}
     ${lease(job, now)}
   </dl></section>
   <section class="card"><h2>Timings</h2><dl class="facts">
@@ -66,6 +69,14 @@ function attemptsNote(job: Job): Html | string {
   if (job.status === 'DEAD') return html` <span class="muted">· ${job.attempts >= job.maxAttempts ? 'ran out of attempts' : 'failed permanently'}</span>`;
   if (isRetrying(job)) return html` <span class="muted">· waiting to retry</span>`;
   return '';
+}
+
+/** Why a QUEUED job has not run yet: not due, held by a concurrency or rate limit, or due for the next tick. */
+export function flowWaitingReason(job: Job, flow: FlowWait | null, now: number): Html {
+  if (job.runAt.getTime() > now) return html`not due until ${timeFact(job.runAt, now)}${isRetrying(job) ? ' (waiting to retry)' : ''}`;
+  const reasons = flow ? describeFlowWait(flow) : [];
+  if (reasons.length > 0) return html`${reasons.map((r, i) => html`${i > 0 ? html`<br>` : ''}held back by its ${r}`)}`;
+  return html`due: the next tick with a free slot claims it`;
 }
 
 function timeFact(date: Date, now: number): Html {

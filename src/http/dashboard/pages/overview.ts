@@ -2,6 +2,7 @@
 import { html } from 'hono/html';
 import { JOB_STATUSES, type JobStatus } from '../../../core/types.ts';
 import type { JobStats } from '../../../runtime/admin.ts';
+import type { FlowStatus } from '../../../runtime/flow-status.ts';
 import { countUnclaimableJobs } from '../../../store/dashboard.ts';
 import { SCHEDULE_LIST_LIMIT, type ScheduleInfo } from '../../../runtime/schedules.ts';
 import { queueLagTone, scheduleHealth, type Tone } from '../attention.ts';
@@ -12,18 +13,20 @@ import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 export async function overviewPage(deps: DashboardDeps, { now }: PageRequest): Promise<PageResult> {
   const { skiplock } = deps;
   // The alerts look at the first SCHEDULE_LIST_LIMIT.max schedules by name.
-  const [stats, activity, { schedules, nextCursor }, unclaimable] = await Promise.all([
+  const [stats, activity, { schedules, nextCursor }, unclaimable, flow] = await Promise.all([
     skiplock.stats(),
     skiplock.activity(60),
     skiplock.listSchedules({ limit: SCHEDULE_LIST_LIMIT.max }),
     unclaimableJobs(deps),
+    skiplock.flowStatus(),
   ]);
   const body = html`<h1>Overview</h1>
 <p class="subtitle">${plural(total(stats.counts), 'job')} in the table · ${plural(schedules.length, 'schedule')}${nextCursor ? ' (the first by name; there are more)' : ''}</p>
 ${alerts(stats, schedules, now, unclaimable)}
 ${statCards(stats)}
 <section class="card"><h2>Finished and failed, last 60 minutes</h2>${activityChart(activity)}</section>
-${taskTable(stats)}`;
+${taskTable(stats)}
+${flowSection(flow)}`;
   return { title: 'Overview', section: 'overview', body };
 }
 
@@ -104,5 +107,21 @@ ${tasks.length === 0
     ? html`<div class="empty">No jobs yet.</div>`
     : html`<table><thead><tr><th>Task</th>${JOB_STATUSES.map((s) => html`<th class="num">${s.toLowerCase()}</th>`)}<th class="num">total</th></tr></thead>
 <tbody>${tasks.map(([task, counts]) => html`<tr class="${counts.DEAD > 0 ? 'row-bad' : ''}"><td><a href="/jobs?${new URLSearchParams({ task }).toString()}">${task}</a></td>${JOB_STATUSES.map((s) => cell(task, s, counts[s]))}<td class="num">${total(counts).toLocaleString('en-US')}</td></tr>`)}</tbody></table>`}
+</section>`;
+}
+
+/** Tasks with concurrency or rate limits: jobs held back, and the keys at their limit. Nothing when no task has one. */
+function flowSection(flow: FlowStatus): Html | string {
+  const tasks = Object.entries(flow.byTask).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (tasks.length === 0) return '';
+  const limitText = (k: FlowStatus['keysAtLimit'][number]) =>
+    k.kind === 'rate' ? `${k.inUse} of ${k.limit} starts in the window${k.opensAt ? `, next at ${k.opensAt.toISOString()}` : ''}` : `${k.inUse} of ${k.limit} running`;
+  return html`<section class="card flush"><h2>Flow control</h2>
+<table><thead><tr><th>Task</th><th class="num">waiting on a limit</th><th class="num">keys at concurrency limit</th><th class="num">at global limit</th><th class="num">keys at rate limit</th></tr></thead>
+<tbody>${tasks.map(([task, t]) => html`<tr class="${t.waiting > 0 ? 'row-warn' : ''}"><td><a href="/jobs?${new URLSearchParams({ task, status: 'QUEUED' }).toString()}">${task}</a></td><td class="num">${t.waiting.toLocaleString('en-US')}</td><td class="num">${t.keysAtLimit.concurrency}</td><td class="num">${t.keysAtLimit.global > 0 ? 'yes' : 'no'}</td><td class="num">${t.keysAtLimit.rate}</td></tr>`)}</tbody></table>
+${flow.keysAtLimit.length === 0
+    ? html`<div class="empty">No key is at its limit.</div>`
+    : html`<table><thead><tr><th>Task</th><th>Limit</th><th>Key</th><th>In use</th><th class="num">waiting</th></tr></thead>
+<tbody>${flow.keysAtLimit.map((k) => html`<tr><td>${k.task}</td><td>${k.kind}</td><td class="mono">${k.key === '' ? html`<span class="muted">(no key)</span>` : k.key}</td><td>${limitText(k)}</td><td class="num">${k.waiting.toLocaleString('en-US')}</td></tr>`)}</tbody></table>`}
 </section>`;
 }
