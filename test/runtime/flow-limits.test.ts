@@ -238,7 +238,8 @@ test('without flow control the claim is the plain statement: claimable_jobs alon
   const params = { now: null, workerId: 'w', results: [], limit: 5, budgetMs: 1_000, tasks: ['a'], leaseMs: 1, leaseGraceMs: 1 };
   const plain = completeAndClaim(params);
   expect(plain).toEqual(completeAndClaim({ ...params, flowLimits: [] }));
-  expect(plain.text).toContain('skiplock.claimable_jobs($4, coalesce($1::timestamptz, now()), $5, $8::text[])');
+  // The task list without paused tasks (migration 011): the same claimable_jobs call.
+  expect(plain.text).toContain('skiplock.claimable_jobs($4, coalesce($1::timestamptz, now()), $5, ARRAY(SELECT unnest($8::text[]) EXCEPT SELECT name FROM skiplock.paused_task))');
   expect(plain.text).not.toContain('claim_limited');
   expect(plain.values).toHaveLength(9);
   const limited = completeAndClaim({ ...params, tasks: ['a', 'b'], flowLimits: [{ task: 'b', limit: 1 }] });
@@ -281,4 +282,22 @@ test('recorded starts of keys never claimed again are pruned once their window h
   now = T0 + 1_000;
   await createSkiplock({ sql: db.sql, tasks: [task], now: () => new Date(now), log: quiet }).tick({ untilIdle: true });
   expect(await count()).toBe(0);
+});
+
+test('a paused task with limits is neither claimed nor keeps the ticker awake (the limited claim skips paused tasks too)', async () => {
+  const task = defineTask({
+    name: 'paused-limited',
+    payload: z.object({ tenant: z.string() }),
+    concurrency: { limit: 1, key: (p) => p.tenant },
+    rateLimit: { limit: 5, periodMs: 1_000, key: (p) => p.tenant },
+    handler: () => {},
+  });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
+  await skiplock.enqueue({ task: 'paused-limited', payload: { tenant: 'a' } });
+  await skiplock.pauseTask('paused-limited');
+  expect((await skiplock.tick({ untilIdle: true, budgetMs: 3_000 })).claimed).toBe(0);
+  expect(await skiplock.msUntilNextWork()).toBeNull();
+  await skiplock.resumeTask('paused-limited');
+  expect(await skiplock.msUntilNextWork()).toBeLessThanOrEqual(0);
+  expect((await skiplock.tick({ untilIdle: true, budgetMs: 3_000 })).claimed).toBe(1);
 });
