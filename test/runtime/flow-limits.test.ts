@@ -295,9 +295,9 @@ test('a paused task with limits is neither claimed nor keeps the ticker awake (t
   const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
   await skiplock.enqueue({ task: 'paused-limited', payload: { tenant: 'a' } });
   await skiplock.pauseTask('paused-limited');
-  expect((await skiplock.tick({ untilIdle: true, budgetMs: 3_000 })).claimed).toBe(0);
+  expect((await skiplock.tick({ untilIdle: true, budgetMs: 15_000 })).claimed).toBe(0);
   expect(await skiplock.msUntilNextWork()).toBeNull();
   await skiplock.resumeTask('paused-limited');
   expect(await skiplock.msUntilNextWork()).toBeLessThanOrEqual(0);
-  expect((await skiplock.tick({ untilIdle: true, budgetMs: 3_000 })).claimed).toBe(1);
+  expect((await skiplock.tick({ untilIdle: true, budgetMs: 15_000 })).claimed).toBe(1);
 });
