@@ -39,6 +39,8 @@ test('the tasks page: counts, Pause and Resume with CSRF, and a job page that sa
   expect((await t.skiplock.getJob(job.id))!.status).toBe('QUEUED');
   const jobPage = await (await getPage(t, `/jobs/${job.id}`, cookie)).text();
   expect(jobPage).toMatch(/Waiting: its task <a href="\/tasks">echo<\/a> is paused/);
+  // The Run card's Waiting field agrees (it said "due" for a paused task).
+  expect(jobPage).toContain('<dt>Waiting</dt><dd>its task is paused: no tick claims it until the task is resumed</dd>');
 
   expect((await postForm(t, '/tasks/echo/resume', { csrf }, { cookie })).status).toBe(303);
   expect(await paused('echo')).toBe('active');

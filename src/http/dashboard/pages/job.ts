@@ -36,7 +36,7 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
     <dt>Timeout</dt><dd>${formatDuration(job.timeoutMs)}</dd>
     <dt>Idempotency key</dt><dd>${job.idempotencyKey ?? html`<span class="muted">—</span>`}</dd>
     ${observabilityFacts(job)}
-    ${job.status === 'QUEUED' ? html`<dt>Waiting</dt><dd>${flowWaitingReason(job, flow, now)}</dd>` : ''}
+    ${job.status === 'QUEUED' ? html`<dt>Waiting</dt><dd>${flowWaitingReason(job, flow, now, facts !== undefined && toBool(facts.task_paused))}</dd>` : ''}
     ${lease(job, now)}
   </dl></section>
   <section class="card"><h2>Timings</h2><dl class="facts">
@@ -72,7 +72,8 @@ function attemptsNote(job: Job): Html | string {
 }
 
 /** Why a QUEUED job has not run yet: not due, held by a concurrency or rate limit, or due for the next tick. */
-export function flowWaitingReason(job: Job, flow: FlowWait | null, now: number): Html {
+export function flowWaitingReason(job: Job, flow: FlowWait | null, now: number, taskPaused = false): Html {
+  if (taskPaused) return html`its task is paused: no tick claims it until the task is resumed`;
   if (job.runAt.getTime() > now) return html`not due until ${timeFact(job.runAt, now)}${isRetrying(job) ? ' (waiting to retry)' : ''}`;
   const reasons = flow ? describeFlowWait(flow) : [];
   if (reasons.length > 0) return html`${reasons.map((r, i) => html`${i > 0 ? html`<br>` : ''}held back by its ${r}`)}`;
