@@ -1,17 +1,9 @@
 /** The error the client throws for every answer of the API that is not a success. */
 
+import type { ErrorCode } from '../core/errors.ts';
+
 /** The API's error codes (CONTRACT.md), `internal` for a 5xx, `unexpected_response` when the body is not the API's. */
-export type ApiErrorCode =
-  | 'unauthorized'
-  | 'invalid_json'
-  | 'invalid_request'
-  | 'unknown_task'
-  | 'invalid_payload'
-  | 'not_found'
-  | 'conflict'
-  | 'payload_too_large'
-  | 'internal'
-  | 'unexpected_response';
+export type ApiErrorCode = ErrorCode | 'internal' | 'unexpected_response';
 
 export interface ApiErrorIssue {
   path: (string | number)[];
