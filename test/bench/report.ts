@@ -230,13 +230,16 @@ export function toSvg(r: BenchResults): string {
   return parts.join('\n');
 }
 
+/**
+ * A run with the flow-control part (`--flow`) is written as flow.{json,md}, beside the reference
+ * run (latest.*, throughput.svg) that docs/benchmarks.md quotes, which it leaves as it was.
+ */
 export async function writeResults(r: BenchResults, dir = RESULTS_DIR): Promise<string[]> {
   await mkdir(dir, { recursive: true });
-  const files = {
-    'latest.json': `${JSON.stringify({ ...r, targets: targets(r) }, null, 2)}\n`,
-    'latest.md': toMarkdown(r),
-    'throughput.svg': toSvg(r),
-  };
+  const json = `${JSON.stringify({ ...r, targets: targets(r) }, null, 2)}\n`;
+  const files: Record<string, string> = r.flow
+    ? { 'flow.json': json, 'flow.md': toMarkdown(r) }
+    : { 'latest.json': json, 'latest.md': toMarkdown(r), 'throughput.svg': toSvg(r) };
   for (const [name, text] of Object.entries(files)) await writeFile(`${dir}${name}`, text);
   return Object.keys(files).map((name) => `test/bench/results/${name}`);
 }

@@ -11,7 +11,8 @@
  *                                   prints the tables instead of writing results/
  *   npm run bench -- --flow         also the flow-control scenarios (issue 14: per-key concurrency
  *                                   with 1, 100 and 10,000 keys, a rate limit that never throttles,
- *                                   and the plain path beside them); BENCH_FLOW=1 does the same
+ *                                   and the plain path beside them); BENCH_FLOW=1 does the same.
+ *                                   Written to results/flow.{md,json}; latest.* is left as it was
  */
 import { cpus, loadavg, totalmem } from 'node:os';
 import { existsSync } from 'node:fs';
