@@ -52,6 +52,18 @@ test('skiplock (one tick, and two ticks at once): every job done, claims batched
   runs.push({ key: 'skiplock-1', result: one }, { key: 'skiplock-2', result: two });
 });
 
+test('skiplock with flow control (concurrency per key, rate limit): every job done, batches no larger than the keys allow', async () => {
+  const oneKey = await skiplockThroughput({ url: await db(), jobs: JOBS, concurrency: CONCURRENCY, flow: { concurrencyLimit: 5, keys: 1 } });
+  expectAllDone(oneKey);
+  expect(oneKey.config).toContain('concurrency limit 5 per key, 1 key');
+  expect(oneKey.meanBatch).toBeLessThanOrEqual(5);
+  const manyKeys = await skiplockThroughput({ url: await db(), jobs: JOBS, concurrency: CONCURRENCY, flow: { concurrencyLimit: 5, keys: 100 } });
+  expectAllDone(manyKeys);
+  const rate = await skiplockThroughput({ url: await db(), jobs: JOBS, concurrency: CONCURRENCY, flow: { rateLimit: { limit: 100_000, periodMs: 1_000 } } });
+  expectAllDone(rate);
+  expect(rate.config).toContain('rate limit 100,000 / 1000 ms');
+});
+
 test('pg-boss, batched with burst: every job completed once', async () => {
   const r = await pgBossThroughput({ url: await db(false), jobs: JOBS, concurrency: CONCURRENCY, localConcurrency: 2 });
   expectAllDone(r);
@@ -138,7 +150,11 @@ test('report: markdown, targets and SVG from a run', () => {
     seconds: 0,
   };
   expect(targets(results)).toHaveLength(5);
+  expect(toMarkdown(results)).not.toContain('## Flow control');
+  results.flow = [{ ...keyed[1]!, key: 'flow-plain' }, { ...keyed[1]!, key: 'flow-c5-k1', config: 'concurrency limit 5 per key, 1 key' }];
   const md = toMarkdown(results);
+  expect(md).toContain('## Flow control');
+  expect(md).toContain('| concurrency limit 5 per key, 1 key |');
   for (const system of ['raw SQL floor', 'skiplock', 'pg-boss', 'graphile-worker']) expect(md).toContain(`| ${system} |`);
   const svg = toSvg(results);
   expect(svg.startsWith('<svg')).toBe(true);

@@ -25,6 +25,8 @@ export interface BenchResults {
   latency: LatencyResult[];
   claimLatency: ClaimStepResult[];
   memory: MemoryResult | undefined;
+  /** The flow-control scenarios (`npm run bench -- --flow`); absent when not run. */
+  flow?: ThroughputSummary[];
   seconds: number;
 }
 
@@ -156,7 +158,32 @@ export function toMarkdown(r: BenchResults): string {
     `| ${fmt(mem.baselineRssMb, 1)} | ${fmt(mem.peakRssMb, 1)} | ${fmt(mem.baselineHeapMb, 1)} | ${fmt(mem.peakHeapMb, 1)} | ${fmt(mem.afterGcHeapMb, 1)} | ${fmt(mem.ms / 1000, 1)} s | ${fmt(mem.jobsPerSec)} |`,
     '',
   );
+  if (r.flow?.length) lines.push(...flowMarkdown(r), '');
   return lines.join('\n');
+}
+
+/** The flow-control section: each scenario beside the plain task of the same part of the run. */
+function flowMarkdown(r: BenchResults): string[] {
+  const flow = r.flow ?? [];
+  const plain = flow.find((t) => t.key === 'flow-plain');
+  const lines = [
+    `## Flow control: ${fmt(r.params.jobs)} no-op jobs, one tick × concurrency ${r.params.concurrency}`,
+    '',
+    `Median of ${r.params.rounds} rounds (interleaved among these configurations only), measured as the throughput table above. ` +
+      'Keys: job i has key i mod the key count. The rate limit (one key, 100,000 starts per second) never throttles this run: what it costs is its bookkeeping.',
+    '',
+    '| configuration | jobs/s | rounds | vs plain | round trips / job | round trips / claimed batch | mean batch | worker + PostgreSQL CPU ms / 1,000 jobs | statement time ms / 1,000 jobs |',
+    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const t of flow) {
+    const total = t.clientCpuMsPerKJob !== undefined && t.serverCpuMsPerKJob !== undefined ? t.clientCpuMsPerKJob + t.serverCpuMsPerKJob : undefined;
+    lines.push(
+      `| ${t.config} | **${fmt(t.jobsPerSec)}** | ${t.rounds.map((x) => fmt(x)).join(' / ')} | ${plain ? `${fmt((100 * t.jobsPerSec) / plain.jobsPerSec)}%` : '–'} | ` +
+        `${fmt(t.roundTripsPerJob, 4)} | ${fmt(t.roundTripsPerBatch, 2)} | ${fmt(t.meanBatch, 1)} | ` +
+        `${fmt(t.clientCpuMsPerKJob, 1)} + ${fmt(t.serverCpuMsPerKJob, 1)} = ${fmt(total, 1)} | ${fmt(t.serverStatementMsPerKJob, 1)} |`,
+    );
+  }
+  return lines;
 }
 
 const COLORS: Record<string, string> = { raw: '#9e9e9e', skiplock: '#1565c0', 'pg-boss': '#ef6c00', graphile: '#2e7d32' };
@@ -203,13 +230,16 @@ export function toSvg(r: BenchResults): string {
   return parts.join('\n');
 }
 
+/**
+ * A run with the flow-control part (`--flow`) is written as flow.{json,md}, beside the reference
+ * run (latest.*, throughput.svg) that docs/benchmarks.md quotes, which it leaves as it was.
+ */
 export async function writeResults(r: BenchResults, dir = RESULTS_DIR): Promise<string[]> {
   await mkdir(dir, { recursive: true });
-  const files = {
-    'latest.json': `${JSON.stringify({ ...r, targets: targets(r) }, null, 2)}\n`,
-    'latest.md': toMarkdown(r),
-    'throughput.svg': toSvg(r),
-  };
+  const json = `${JSON.stringify({ ...r, targets: targets(r) }, null, 2)}\n`;
+  const files: Record<string, string> = r.flow
+    ? { 'flow.json': json, 'flow.md': toMarkdown(r) }
+    : { 'latest.json': json, 'latest.md': toMarkdown(r), 'throughput.svg': toSvg(r) };
   for (const [name, text] of Object.entries(files)) await writeFile(`${dir}${name}`, text);
   return Object.keys(files).map((name) => `test/bench/results/${name}`);
 }

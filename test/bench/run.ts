@@ -7,8 +7,12 @@
  * after autovacuum), except one skiplock run on a just-filled table with no statistics yet. Writes test/bench/results/latest.{md,json} and throughput.svg.
  *
  *   BENCH_QUICK=1 npm run bench     a smaller run (fewer jobs and rounds, 100k history) to try changes
- *   BENCH_ONLY=throughput,neon      only these parts (throughput, neon, latency, claims, memory);
+ *   BENCH_ONLY=throughput,neon      only these parts (throughput, neon, latency, claims, memory, flow);
  *                                   prints the tables instead of writing results/
+ *   npm run bench -- --flow         also the flow-control scenarios (issue 14: per-key concurrency
+ *                                   with 1, 100 and 10,000 keys, a rate limit that never throttles,
+ *                                   and the plain path beside them); BENCH_FLOW=1 does the same.
+ *                                   Written to results/flow.{md,json}; latest.* is left as it was
  */
 import { cpus, loadavg, totalmem } from 'node:os';
 import { existsSync } from 'node:fs';
@@ -17,6 +21,7 @@ import { runInChild } from './child.ts';
 import type { ClaimStepResult } from './claim-latency.ts';
 import type { LatencyResult, ThroughputResult } from './harness.ts';
 import { writeResults, type BenchResults, type ThroughputSummary } from './report.ts';
+import type { FlowParams } from './skiplock.ts';
 import { startBenchServer, type BenchServer } from './server.ts';
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -28,8 +33,11 @@ const BACKLOG = QUICK ? 100_000 : 1_000_000;
 const MEMORY_BACKLOG = QUICK ? 20_000 : 100_000;
 const LATENCY = { rate: 100, samples: QUICK ? 200 : 500 };
 const ONLY = process.env.BENCH_ONLY?.split(',').map((p) => p.trim()).filter(Boolean);
+/** The flow-control part runs only when asked for (it adds minutes: the 1-key run claims 5 jobs at a time). */
+const FLOW = process.argv.includes('--flow') || process.env.BENCH_FLOW === '1' || (ONLY?.includes('flow') ?? false);
 /** Runs a part unless BENCH_ONLY leaves it out. */
-const part = <T,>(name: string, run: () => Promise<T>, skipped: T): Promise<T> => (!ONLY || ONLY.includes(name) ? run() : Promise.resolve(skipped));
+const part = <T,>(name: string, run: () => Promise<T>, skipped: T): Promise<T> =>
+  (name === 'flow' ? FLOW : !ONLY || ONLY.includes(name)) ? run() : Promise.resolve(skipped);
 
 type Server = Pick<BenchServer, 'adminUrl' | 'postmasterPid'>;
 type Configured = { key: string; kind: 'skiplock' | 'empty'; run: (url: string, server: Server) => Promise<ThroughputResult> };
@@ -48,6 +56,25 @@ const THROUGHPUT: Configured[] = [
   { key: 'graphile-101', kind: 'empty', run: (u, a) => runInChild('graphileThroughput', { ...base(u, a), localQueueSize: CONCURRENCY + 1 }) },
   { key: 'graphile-500', kind: 'empty', run: (u, a) => runInChild('graphileThroughput', { ...base(u, a), localQueueSize: 500 }) },
 ];
+
+/**
+ * Flow control (issue 14), on the same 20,000 no-op jobs and one tick × concurrency 100: the plain
+ * task again (the comparison within this run), a concurrency limit of 5 per key over 1, 100 and
+ * 10,000 keys, and a rate limit of 100,000 starts per second (one key) that never throttles, so
+ * what it shows is the limit's bookkeeping.
+ */
+const FLOW_CONFIGS: { key: string; flow?: FlowParams }[] = [
+  { key: 'flow-plain' },
+  { key: 'flow-c5-k1', flow: { concurrencyLimit: 5, keys: 1 } },
+  { key: 'flow-c5-k100', flow: { concurrencyLimit: 5, keys: 100 } },
+  { key: 'flow-c5-k10000', flow: { concurrencyLimit: 5, keys: 10_000 } },
+  { key: 'flow-rate-100k', flow: { rateLimit: { limit: 100_000, periodMs: 1_000 } } },
+];
+const FLOW_THROUGHPUT: Configured[] = FLOW_CONFIGS.map(({ key, flow }) => ({
+  key,
+  kind: 'skiplock',
+  run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a), ticks: 1, flow: flow ?? {} }),
+}));
 
 let databases = 0;
 const newDatabase = (server: BenchServer, kind: 'skiplock' | 'empty') => server.createDatabase(`bench_${kind}_${++databases}`, kind);
@@ -80,18 +107,18 @@ function summarize(key: string, runs: ThroughputResult[]): ThroughputSummary {
   };
 }
 
-async function throughput(server: BenchServer): Promise<ThroughputSummary[]> {
-  const runs = new Map<string, ThroughputResult[]>(THROUGHPUT.map((c) => [c.key, []]));
+async function throughput(server: BenchServer, configs = THROUGHPUT, label = 'throughput'): Promise<ThroughputSummary[]> {
+  const runs = new Map<string, ThroughputResult[]>(configs.map((c) => [c.key, []]));
   for (let round = 1; round <= ROUNDS; round++) {
     // A different order each round, so that no configuration always runs first or last.
-    const order = THROUGHPUT.map((c, i) => THROUGHPUT[(i + round - 1) % THROUGHPUT.length]!);
+    const order = configs.map((c, i) => configs[(i + round - 1) % configs.length]!);
     for (const c of order) {
       const r = await c.run(await newDatabase(server, c.kind), server);
       runs.get(c.key)!.push(r);
-      log(`throughput round ${round}: ${c.key} ${r.jobsPerSec} jobs/s, ${r.roundTripsPerJob} round trips/job`);
+      log(`${label} round ${round}: ${c.key} ${r.jobsPerSec} jobs/s, ${r.roundTripsPerJob} round trips/job, ${r.roundTripsPerBatch ?? '–'} per batch (mean ${r.meanBatch ?? '–'})`);
     }
   }
-  return THROUGHPUT.map((c) => summarize(c.key, runs.get(c.key)!));
+  return configs.map((c) => summarize(c.key, runs.get(c.key)!));
 }
 
 async function neonHttp(server: BenchServer): Promise<{ summary?: ThroughputSummary; note?: string }> {
@@ -183,6 +210,7 @@ async function main() {
       latency: await part('latency', () => latency(server), []),
       claimLatency: await part('claims', () => claims(server), []),
       memory: await part('memory', () => memory(server), undefined),
+      flow: await part('flow', () => throughput(server, FLOW_THROUGHPUT, 'flow control'), undefined),
       seconds: 0,
     };
     load.push(loadavg()[0]!);

@@ -32,6 +32,27 @@ export interface SkiplockThroughputParams extends ThroughputParams {
   driver?: 'pg' | 'neon-http';
   /** For neon-http: the local proxy's /sql endpoint. */
   fetchEndpoint?: string;
+  /** Flow control on the no-op task (issue 14); absent: the plain claim path. */
+  flow?: FlowParams;
+}
+
+/** The no-op task's flow-control options, for the flow-control scenarios. */
+export interface FlowParams {
+  /** concurrency: { limit } — per key when `keys` is given. */
+  concurrencyLimit?: number;
+  /** rateLimit: { limit, periodMs } — per key when `keys` is given. */
+  rateLimit?: { limit: number; periodMs: number };
+  /** Jobs spread round-robin over this many keys (payload { k }); absent: no key. */
+  keys?: number;
+}
+
+/** How a flow-control configuration reads in the tables. */
+export function describeFlow(f: FlowParams): string {
+  const per = f.keys ? ` per key, ${f.keys.toLocaleString('en')} key${f.keys === 1 ? '' : 's'}` : '';
+  return [
+    f.concurrencyLimit !== undefined ? `concurrency limit ${f.concurrencyLimit}${per}` : '',
+    f.rateLimit ? `rate limit ${f.rateLimit.limit.toLocaleString('en')} / ${f.rateLimit.periodMs} ms${per}` : '',
+  ].filter(Boolean).join(', ');
 }
 
 const silent = () => {};
@@ -56,9 +77,13 @@ export async function skiplockThroughput(p: SkiplockThroughputParams): Promise<T
   const counted = countingSql(openSql({ ...p, poolSize: ticks + 1 }));
   let handled = 0;
   let firstStart = 0;
+  const flow = p.flow;
+  const key = flow?.keys ? (payload: { k?: string }) => payload.k ?? '' : undefined;
   const noop = defineTask({
     name: 'noop',
-    payload: z.object({}),
+    payload: z.object({ k: z.string().optional() }),
+    ...(flow?.concurrencyLimit !== undefined ? { concurrency: { limit: flow.concurrencyLimit, ...(key ? { key } : {}) } } : {}),
+    ...(flow?.rateLimit ? { rateLimit: { ...flow.rateLimit, ...(key ? { key } : {}) } } : {}),
     handler: () => {
       if (handled++ === 0) firstStart = performance.now();
     },
@@ -68,7 +93,7 @@ export async function skiplockThroughput(p: SkiplockThroughputParams): Promise<T
   const skiplock = createSkiplock({ sql: counted.sql, tasks: [noop], log: silent, retention: false });
   try {
     if (p.tableStats === 'fresh') await counted.sql.query({ text: `ALTER TABLE skiplock.job SET (autovacuum_enabled = off)`, values: [] });
-    await enqueueMany(skiplock, 'noop', p.jobs);
+    await enqueueMany(skiplock, 'noop', p.jobs, flow?.keys ? (i) => ({ k: `key-${i % flow.keys!}` }) : undefined);
     if (p.tableStats !== 'fresh') await analyzeDatabase(p.url);
     const before = await readServerCounters(p.adminUrl, database, p.postmasterPid);
     counted.reset();
@@ -86,7 +111,7 @@ export async function skiplockThroughput(p: SkiplockThroughputParams): Promise<T
     return finishResult(
       {
         system: p.driver === 'neon-http' ? 'skiplock (Neon HTTP)' : 'skiplock',
-        config: `${ticks === 1 ? 'one tick' : `${ticks} ticks`} × concurrency ${perTick}, ${p.driver ?? 'pg'} driver${p.tableStats === 'fresh' ? ', just-filled table (no statistics yet)' : ''}`,
+        config: `${ticks === 1 ? 'one tick' : `${ticks} ticks`} × concurrency ${perTick}, ${p.driver ?? 'pg'} driver${p.tableStats === 'fresh' ? ', just-filled table (no statistics yet)' : ''}${flow ? `, ${describeFlow(flow) || 'plain task'}` : ''}`,
         jobs: p.jobs,
         completed,
         handled,
