@@ -135,6 +135,8 @@ const validDebounced = fc.record({
   debounce: fc.record({ key: fc.constantFrom('a', 'b', 'c'), delayMs: fc.integer({ min: 0, max: 60_000 }), maxDelayMs: fc.integer({ min: 0, max: 120_000 }), keep: fc.constantFrom('first', 'last') }, { requiredKeys: ['key', 'delayMs'] }),
 });
 const rescheduleBody = fc.oneof(
+  // Valid for any QUEUED job, whatever its task: what reaches the write.
+  { arbitrary: fc.record({ delayMs: fc.integer({ min: 0, max: 60_000 }), priority: fc.integer({ min: -5, max: 5 }) }), weight: 3 },
   fc.record({ delayMs: fc.integer({ min: 0, max: 60_000 }), priority: fc.integer({ min: -5, max: 5 }), payload: fc.record({ message: fc.string({ maxLength: 10 }) }) }, { requiredKeys: [] }),
   fc.record({ runAt: fc.oneof(instant, anything), delayMs: fc.oneof(anyNumber, anything), priority: fc.oneof(anyNumber, anything), payload, extra: anything }, { requiredKeys: [] }),
   anything,
@@ -257,7 +259,8 @@ const request: fc.Arbitrary<FuzzRequest> = fc
       { arbitrary: fc.tuple(bodyFor(enqueueInput), waitQuery).map(([body, query]) => ['POST', `/v1/jobs${query}`, body] as const), weight: 4 },
       { arbitrary: bodyFor(batch).map((body) => ['POST', '/v1/jobs/batch', body] as const), weight: 3 },
       bodyFor(validDebounced).map((body) => ['POST', '/v1/jobs', body] as const),
-      { arbitrary: fc.tuple(jobId, bodyFor(rescheduleBody)).map(([id, body]) => ['PATCH', `/v1/jobs/${id}`, body] as const), weight: 2 },
+      // Mostly the ids the first enqueues get, so that a PATCH finds a job.
+      { arbitrary: fc.tuple(fc.oneof({ arbitrary: fc.integer({ min: 1, max: 200 }).map(String), weight: 3 }, jobId), bodyFor(rescheduleBody)).map(([id, body]) => ['PATCH', `/v1/jobs/${id}`, body] as const), weight: 3 },
       fc.tuple(taskPathName, fc.constantFrom('pause', 'resume'), fc.option(bodyFor(anything), { nil: undefined })).map(([name, action, body]) => ['POST', `/v1/tasks/${name}/${action}`, body] as const),
       fc.tuple(jobId, fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/cancel`, body] as const),
       fc.tuple(jobId, fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/retry`, body] as const),
