@@ -2,7 +2,7 @@
  * What the HTTP API sends and accepts, as plain types (CONTRACT.md "HTTP API"), and the task
  * typing of the client. Type-only: nothing here exists at run time.
  */
-import type { JobStatus } from '../core/types.ts';
+import type { JobStatus, TickResult } from '../core/types.ts';
 import type { ScheduleInput as LibraryScheduleInput } from '../runtime/schedule-definition.ts';
 import type { AnyTask, EnqueueInputOf, TaskList } from '../runtime/task-types.ts';
 import type { z } from 'zod';
@@ -71,16 +71,8 @@ export interface StatsJson {
   oldestQueuedAgeMs: number;
 }
 
-export interface TickResultJson {
-  claimed: number;
-  done: number;
-  retried: number;
-  dead: number;
-  cancelled: number;
-  reaped: number;
-  fired: number;
-  staleWrites: number;
-}
+/** What a tick did: numbers only, so the JSON is the library's TickResult itself. */
+export type TickResultJson = TickResult;
 
 export interface ScheduleJson {
   name: string;
