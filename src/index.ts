@@ -16,7 +16,7 @@ export {
 export type { WaitResult } from './runtime/wait-for-job.ts';
 export type { OtelApi } from './runtime/tracing.ts';
 export type { AttemptOutcome, AttemptRecord } from './core/attempt-history.ts';
-export { defineTask, type Task, type TaskContext, type TaskDefinition } from './runtime/task.ts';
+export { defineTask, type StepContext, type Task, type TaskContext, type TaskDefinition } from './runtime/task.ts';
 export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskMap, TaskName, TaskPayload, TaskPayloadOutput } from './runtime/task-types.ts';
 export type { EnqueueInput, EnqueueResult } from './runtime/enqueue.ts';
 export type { TickOptions } from './runtime/tick.ts';
@@ -26,7 +26,7 @@ export { scheduleToJson, type ListSchedulesOptions, type PutScheduleResult, type
 export type { CatchUp, Overlap } from './core/schedule.ts';
 export { PermanentError, SkiplockError, type ErrorCode, type ErrorIssue } from './core/errors.ts';
 export type { Backoff, BackoffOptions } from './core/backoff.ts';
-export type { Job, JobStatus, TickResult } from './core/types.ts';
+export type { Job, JobStatus, JobStep, StepKind, StepStatus, TickResult } from './core/types.ts';
 export type { Row, Sql, Statement } from './store/sql.ts';
 export { migrate, type Migration, type MigrateResult } from './store/migrate.ts';
 export { jobToJson } from './store/rows.ts';

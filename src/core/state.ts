@@ -26,6 +26,8 @@ import type { JobStatus } from './types.ts';
 export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   QUEUED: ['RUNNING', 'CANCELLED'],
   RUNNING: ['DONE', 'QUEUED', 'DEAD', 'CANCELLED'],
+  // Durable steps (issue 15, migration 012): to be filled in with the statements that take them.
+  WAITING: [],
   DONE: [],
   DEAD: ['QUEUED'],
   CANCELLED: ['QUEUED'],

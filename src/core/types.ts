@@ -1,6 +1,6 @@
 import type { AttemptRecord } from './attempt-history.ts';
 
-export const JOB_STATUSES = ['QUEUED', 'RUNNING', 'DONE', 'DEAD', 'CANCELLED'] as const;
+export const JOB_STATUSES = ['QUEUED', 'RUNNING', 'WAITING', 'DONE', 'DEAD', 'CANCELLED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /** A job as skiplock hands it to code and to JSON (ids are strings: int8 exceeds JS numbers). */
@@ -35,6 +35,41 @@ export interface Job<Payload = unknown> {
   progress: unknown;
   /** The W3C traceparent of the enqueuer's context, which each attempt's span descends from; null when none. */
   traceparent: string | null;
+  /** The job whose ctx.invoke enqueued this one, and that invoke's step id; null for a job enqueued otherwise. */
+  parentId: string | null;
+  parentStep: string | null;
+  /** Children this job invoked (ctx.invoke) that have not ended yet. */
+  pendingChildren: number;
+  /** How many durable steps (ctx.step, ctx.sleep, ctx.invoke) the job has recorded. */
+  stepCount: number;
+}
+
+export const STEP_KINDS = ['step', 'sleep', 'invoke'] as const;
+export type StepKind = (typeof STEP_KINDS)[number];
+export const STEP_STATUSES = ['done', 'failed', 'sleeping', 'waiting'] as const;
+export type StepStatus = (typeof STEP_STATUSES)[number];
+
+/** One durable step of a job (migrations/012_durable_steps.sql), in the order the handler reached it. */
+export interface JobStep {
+  id: string;
+  seq: number;
+  kind: StepKind;
+  /** step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed. */
+  status: StepStatus;
+  /** A step's stored output, or an invoked child's result. */
+  output: unknown;
+  /** Why the step's last run threw, or why the child ended DEAD or CANCELLED. */
+  error: string | null;
+  /** Runs of the step's fn. */
+  attempts: number;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  durationMs: number | null;
+  /** sleep: when the job wakes. */
+  wakeAt: Date | null;
+  /** invoke: the child job and its task. */
+  childId: string | null;
+  childTask: string | null;
 }
 
 /** What the tick reports. */

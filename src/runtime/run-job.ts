@@ -152,6 +152,11 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
           if (job.scheduleName === null) throw new TypeError('setState: this job was not fired by a schedule');
           nextState = { value };
         },
+        // Durable steps (issue 15): being built.
+        step: () => Promise.reject(new Error('ctx.step is not available yet')),
+        sleep: () => Promise.reject(new Error('ctx.sleep is not available yet')),
+        sleepUntil: () => Promise.reject(new Error('ctx.sleepUntil is not available yet')),
+        invoke: () => Promise.reject(new Error('ctx.invoke is not available yet')),
       };
       Promise.resolve()
         .then(() => task.handler(payload.data, ctx))

@@ -42,6 +42,31 @@ export interface TaskContext<Payload = unknown> {
    * Throws a TypeError for a job not fired by a schedule.
    */
   setState(value: unknown): void;
+  /**
+   * A durable step (docs/steps.md): runs `fn` once for this job and stores its JSON result
+   * (fenced like every result) before the handler goes on. When the job runs again — a retry, an
+   * invocation's deadline, a crash — a completed step returns its stored result without running.
+   * A step that throws follows the task's retry policy; completed steps stay completed.
+   */
+  step<T>(id: string, fn: (step: StepContext) => T | Promise<T>): Promise<Awaited<T>>;
+  /** Leaves the invocation and resumes the job `ms` later, on whatever tick claims it: nothing waits in memory. */
+  sleep(id: string, ms: number): Promise<void>;
+  /** As sleep, until `date`. */
+  sleepUntil(id: string, date: Date | string | number): Promise<void>;
+  /**
+   * Enqueues a child job of `task` and suspends this job (WAITING) until the child ends; resolves
+   * with the child's result, or rejects with its error when it ends DEAD or CANCELLED. Several
+   * invokes awaited together (Promise.all) are enqueued in one statement.
+   */
+  invoke<R = unknown>(id: string, task: string, payload?: unknown): Promise<R>;
+}
+
+/** What a step's fn receives. */
+export interface StepContext {
+  /** `skiplock:<job id>:<step id>`: stable across every run of this step; give it to external systems. */
+  idempotencyKey: string;
+  /** The job's signal (see TaskContext.signal). */
+  signal: AbortSignal;
 }
 
 export interface TaskDefinition<Schema extends z.ZodType = z.ZodType, Name extends string = string> {

@@ -1,5 +1,5 @@
 import { attemptToJson, parseAttemptHistory } from '../core/attempt-history.ts';
-import type { Job, JobStatus } from '../core/types.ts';
+import type { Job, JobStatus, JobStep, StepKind, StepStatus } from '../core/types.ts';
 import type { Row } from './sql.ts';
 
 /** Drivers agree on most types; these accept both parsed and text forms so every driver maps alike. */
@@ -52,6 +52,39 @@ export function mapJob(row: Row): Job {
     history: parseAttemptHistory(row.history),
     progress: toJson(row.progress),
     traceparent: toStringOrNull(row.traceparent),
+    parentId: toStringOrNull(row.parent_id),
+    parentStep: toStringOrNull(row.parent_step),
+    pendingChildren: Number(row.pending_children ?? 0),
+    stepCount: Number(row.step_count ?? 0),
+  };
+}
+
+/** A skiplock.job_step row (src/store/steps.ts). */
+export function mapJobStep(row: Row): JobStep {
+  return {
+    id: String(row.id),
+    seq: Number(row.seq),
+    kind: row.kind as StepKind,
+    status: row.status as StepStatus,
+    output: toJson(row.output),
+    error: toStringOrNull(row.error),
+    attempts: Number(row.attempts),
+    startedAt: toDateOrNull(row.started_at),
+    finishedAt: toDateOrNull(row.finished_at),
+    durationMs: row.duration_ms === null || row.duration_ms === undefined ? null : Number(row.duration_ms),
+    wakeAt: toDateOrNull(row.wake_at),
+    childId: toStringOrNull(row.child_id),
+    childTask: toStringOrNull(row.child_task),
+  };
+}
+
+/** The JSON shape of a step at the HTTP edge: ISO times, string ids. */
+export function jobStepToJson(step: JobStep) {
+  return {
+    ...step,
+    startedAt: step.startedAt?.toISOString() ?? null,
+    finishedAt: step.finishedAt?.toISOString() ?? null,
+    wakeAt: step.wakeAt?.toISOString() ?? null,
   };
 }
 

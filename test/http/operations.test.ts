@@ -20,7 +20,7 @@ describe('GET /v1/stats and /v1/tick', () => {
   test('counts by status and task, the oldest due job, and a tick that runs them', async () => {
     const empty = await t.call('GET', '/v1/stats');
     expect(empty.status).toBe(200);
-    expect(await empty.json()).toEqual({ counts: { QUEUED: 0, RUNNING: 0, DONE: 0, DEAD: 0, CANCELLED: 0 }, byTask: {}, oldestQueuedAgeMs: 0 });
+    expect(await empty.json()).toEqual({ counts: { QUEUED: 0, RUNNING: 0, WAITING: 0, DONE: 0, DEAD: 0, CANCELLED: 0 }, byTask: {}, oldestQueuedAgeMs: 0 });
 
     await enqueue({ task: 'echo', payload: { message: 'a' }, runAt: '2000-01-01T00:00:00Z' });
     await enqueue({ task: 'echo', payload: { message: 'b' } });
@@ -30,10 +30,10 @@ describe('GET /v1/stats and /v1/tick', () => {
     await t.call('POST', `/v1/jobs/${cancelled.id}/cancel`);
 
     const before = (await (await t.call('GET', '/v1/stats')).json()) as any;
-    expect(before.counts).toEqual({ QUEUED: 4, RUNNING: 0, DONE: 0, DEAD: 0, CANCELLED: 1 });
+    expect(before.counts).toEqual({ QUEUED: 4, RUNNING: 0, WAITING: 0, DONE: 0, DEAD: 0, CANCELLED: 1 });
     expect(before.byTask).toEqual({
-      echo: { QUEUED: 3, RUNNING: 0, DONE: 0, DEAD: 0, CANCELLED: 0 },
-      poison: { QUEUED: 1, RUNNING: 0, DONE: 0, DEAD: 0, CANCELLED: 1 },
+      echo: { QUEUED: 3, RUNNING: 0, WAITING: 0, DONE: 0, DEAD: 0, CANCELLED: 0 },
+      poison: { QUEUED: 1, RUNNING: 0, WAITING: 0, DONE: 0, DEAD: 0, CANCELLED: 1 },
     });
     // The job due in 2000 has waited decades.
     expect(before.oldestQueuedAgeMs).toBeGreaterThan(20 * 365 * 24 * 3600 * 1000);
@@ -47,7 +47,7 @@ describe('GET /v1/stats and /v1/tick', () => {
       else expect(result).toMatchObject({ claimed: 0 });
     }
     const after = (await (await t.call('GET', '/v1/stats')).json()) as any;
-    expect(after.counts).toEqual({ QUEUED: 1, RUNNING: 0, DONE: 2, DEAD: 1, CANCELLED: 1 });
+    expect(after.counts).toEqual({ QUEUED: 1, RUNNING: 0, WAITING: 0, DONE: 2, DEAD: 1, CANCELLED: 1 });
     expect(after.oldestQueuedAgeMs).toBe(0);
   });
 });

@@ -112,6 +112,8 @@ export function jobActions(job: Job, csrf: string, returnTo: string, inRow = fal
         : button('cancel', 'Cancel', 'danger');
     case 'RUNNING':
       return job.cancelRequested ? html`` : button('cancel', 'Request cancel', 'danger');
+    case 'WAITING':
+      return button('cancel', 'Cancel', 'danger');
     case 'DONE':
       return html``;
   }
