@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { z } from 'zod';
 import { createSkiplock, defineTask, type Skiplock } from '../../src/index.ts';
+import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { completeAndClaim } from '../../src/store/jobs.ts';
 import { statement } from '../../src/store/sql.ts';
 import { flowLimits } from '../../src/runtime/flow-key.ts';
@@ -90,7 +91,7 @@ test('a key that is not a 1–255 character string refuses the enqueue, writing 
 test.each([
   { name: 'tenant-work', global: 25 },
   { name: 'tenant-work-keys-only', global: undefined },
-])('per-key (and global: $global) concurrency hold under 24 parallel tick loops, with workers killed mid-job and the reaper', async ({ name, global }) => {
+])('per-key (and global: $global) concurrency hold under 50 parallel tick loops, with workers killed mid-job and the reaper', async ({ name, global }) => {
   const KEYS = 20;
   const PER_KEY = 3;
   const GLOBAL = global ?? Infinity;
@@ -107,7 +108,10 @@ test.each([
     },
   });
   const plain = defineTask({ name: `${name}-plain`, payload: z.object({}), handler: () => sleep(Math.random() * 5) });
-  const skiplock = createSkiplock({ sql: db.sql, tasks: [task, plain], log: quiet });
+  // A pool of its own, one connection per loop and two to spare: 50 claimers at the database at once.
+  const LOOPS = 50;
+  const pool = createPgDriver(db.url, { max: LOOPS + 2 });
+  const skiplock = createSkiplock({ sql: pool, tasks: [task, plain], log: quiet });
   await skiplock.enqueueBatch(Array.from({ length: JOBS }, (_, i) => ({ task: name, payload: { tenant: `t${i % KEYS}` } })));
   await (skiplock as Skiplock).enqueueBatch(Array.from({ length: 100 }, () => ({ task: `${name}-plain`, payload: {} })));
 
@@ -125,7 +129,7 @@ test.each([
     }
   };
 
-  const loops = Array.from({ length: 24 }, async () => {
+  const loops = Array.from({ length: LOOPS }, async () => {
     for (let round = 0; round < 400; round++) {
       await skiplock.tick({ untilIdle: true, concurrency: 4, pollIntervalMs: 10, reapIntervalMs: 50, budgetMs: 20_000 });
       const [left] = await db.sql.query<{ n: number }>(statement(`SELECT count(*)::int AS n FROM skiplock.job WHERE status <> 'DONE' AND task IN ($1, $2)`, [name, `${name}-plain`]));
@@ -134,6 +138,7 @@ test.each([
     }
   });
   await Promise.all([...loops, kill()]);
+  await pool.close();
 
   expect(killed).toBeGreaterThan(0);
   const [counts] = await db.sql.query(statement(`SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done, count(*)::int AS all FROM skiplock.job WHERE task = $1`, [name]));
