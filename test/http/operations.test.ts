@@ -215,4 +215,20 @@ describe('runInBackground', () => {
     expect(handed).toHaveLength(2);
     await Promise.all(handed);
   });
+
+  test('a created or replaced dynamic schedule starts a tick too (in alarm mode it wakes the ticker, which plans the first instant)', async () => {
+    const handed: Promise<unknown>[] = [];
+    const app = createApp({ skiplock: t.skiplock, apiToken: API_TOKEN, tick: { budgetMs: 20_000 }, runInBackground: (work) => handed.push(work) });
+    const headers = { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json' };
+    const put = (body: unknown) => app.request('/v1/schedules/bg-every-minute', { method: 'PUT', headers, body: JSON.stringify(body) });
+    expect((await put({ cron: '* * * * *', task: 'echo', payload: { message: 's' } })).status).toBe(201);
+    expect(handed).toHaveLength(1);
+    expect((await put({ cron: '*/5 * * * *', task: 'echo', payload: { message: 's' } })).status).toBe(200);
+    expect(handed).toHaveLength(2);
+    // A refused one starts nothing.
+    expect((await put({ cron: 'not a cron', task: 'echo' })).status).toBe(400);
+    expect(handed).toHaveLength(2);
+    await Promise.all(handed);
+    await app.request('/v1/schedules/bg-every-minute', { method: 'DELETE', headers });
+  });
 });

@@ -59,7 +59,8 @@ const deleteRoute = createRoute({
   },
 });
 
-export function registerScheduleRoutes(app: App, { skiplock }: RouteDeps): void {
+export function registerScheduleRoutes(app: App, deps: RouteDeps): void {
+  const { skiplock } = deps;
   app.openapi(listRoute, async (c) => {
     const page = await skiplock.listSchedules(c.req.valid('query'));
     return c.json({ schedules: page.schedules.map(scheduleToJson), nextCursor: page.nextCursor }, 200);
@@ -74,6 +75,9 @@ export function registerScheduleRoutes(app: App, { skiplock }: RouteDeps): void 
 
   app.openapi(putRoute, async (c) => {
     const { schedule, created } = await skiplock.putSchedule(c.req.valid('param').name, c.req.valid('json'));
+    // Its first instant may come before anything else is due: a tick fires what is due now and, in
+    // alarm mode, wakes the ticker, which plans its next alarm with this schedule in view.
+    deps.startWork(c);
     return created ? c.json({ schedule: scheduleToJson(schedule) }, 201) : c.json({ schedule: scheduleToJson(schedule) }, 200);
   });
 
