@@ -5,8 +5,8 @@
  */
 import { describe, expectTypeOf, test } from 'vitest';
 import { z } from 'zod';
-import { createClient, type ClientEnqueueInput, type JobJson, type ScheduleJson, type StatsJson, type TickResultJson } from '../../src/client/index.ts';
-import type { Job, Schedule, Stats, TickResult } from '../../src/http/schemas.ts';
+import { createClient, type ClientEnqueueInput, type JobDetailJson, type JobJson, type ScheduleJson, type StatsJson, type TickResultJson } from '../../src/client/index.ts';
+import type { Job, JobDetail, Schedule, Stats, TickResult } from '../../src/http/schemas.ts';
 import { defineTask } from '../../src/runtime/task.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 
@@ -60,6 +60,7 @@ describe('types', () => {
 
   test('the JSON types are what the API documents (src/http/schemas.ts)', () => {
     expectTypeOf<JobJson>().toEqualTypeOf<z.infer<typeof Job>>();
+    expectTypeOf<JobDetailJson>().toEqualTypeOf<z.infer<typeof JobDetail>>();
     expectTypeOf<ScheduleJson>().toEqualTypeOf<z.infer<typeof Schedule>>();
     expectTypeOf<StatsJson>().toEqualTypeOf<z.infer<typeof Stats>>();
     expectTypeOf<TickResultJson>().toEqualTypeOf<z.infer<typeof TickResult>>();
