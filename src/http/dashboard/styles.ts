@@ -114,6 +114,8 @@ li.tone-line-ok { border-left-color: var(--done); } li.tone-line-warn { border-l
 li.tone-line-bad { border-left-color: var(--dead); } li.tone-line-muted { border-left-color: var(--cancelled); }
 li.tone-line-running { border-left-color: var(--running); border-left-style: dashed; }
 table.steps td { vertical-align: top; }
+table.steps td.mono { min-width: 150px; overflow-wrap: anywhere; }
+table.steps code.error { color: #7f1717; }
 .card.flush .note { padding: 0 20px; }
 table.steps details summary { cursor: pointer; overflow-wrap: anywhere; }
 table.steps pre.code { margin-top: 6px; max-height: 240px; }
