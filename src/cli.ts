@@ -41,6 +41,7 @@ commands:
   resume <task>                    claim the task's jobs again
   jobs                             list jobs, newest first; prints {"jobs", "nextCursor"}
       --status S  --task T  --limit N (1-500, default 50)  --cursor C
+                                   S: ${JOB_STATUSES.map((s) => s.toLowerCase()).join(', ')} (any case)
   dev                              local PostgreSQL + migrations + Neon proxy for your project (skiplock dev --help)
   tick                             run one tick; prints what it did
       --budget ms                  how long it may run (default 30000)

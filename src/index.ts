@@ -26,7 +26,7 @@ export { scheduleToJson, type ListSchedulesOptions, type PutScheduleResult, type
 export type { CatchUp, Overlap } from './core/schedule.ts';
 export { PermanentError, SkiplockError, type ErrorCode, type ErrorIssue } from './core/errors.ts';
 export type { Backoff, BackoffOptions } from './core/backoff.ts';
-export type { Job, JobStatus, JobStep, StepKind, StepStatus, TickResult } from './core/types.ts';
+export type { Job, JobChild, JobDetail, JobStatus, JobStep, StepKind, StepStatus, TickResult } from './core/types.ts';
 export type { Row, Sql, Statement } from './store/sql.ts';
 export { migrate, type Migration, type MigrateResult } from './store/migrate.ts';
 export { jobToJson } from './store/rows.ts';

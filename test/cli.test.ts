@@ -6,6 +6,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { statement } from '../src/store/sql.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 
 const CLI = fileURLToPath(new URL('../src/app/cli.ts', import.meta.url));
@@ -120,6 +121,19 @@ test('tasks, pause, resume; reschedule; a debounced enqueue', async () => {
   expect(b.json).toMatchObject({ created: false, job: { id: a.json.job.id, payload: { message: 'a' } } });
   expect((await cli(['pause'])).code).toBe(2);
   expect((await cli(['enqueue', 'echo', '--debounce-key', 'k'])).code).toBe(2);
+});
+
+test('jobs --status waiting lists WAITING parents (durable steps); the help names every status', async () => {
+  const [row] = await db.sql.query(statement(
+    `INSERT INTO skiplock.job (task, payload, status, attempts, pending_children) VALUES ('echo', '{"message":"parent"}', 'WAITING', 1, 2) RETURNING id::text AS id`,
+  ));
+  for (const status of ['waiting', 'WAITING']) {
+    const waiting = await cli(['jobs', '--status', status]);
+    expect(waiting.code, waiting.stderr).toBe(0);
+    expect(waiting.json.jobs).toMatchObject([{ id: row!.id, status: 'WAITING', pendingChildren: 2 }]);
+  }
+  const help = await cli(['--help']);
+  expect(help.stdout).toContain('queued, running, waiting, done, dead, cancelled');
 });
 
 test('usage errors exit 2', async () => {

@@ -7,6 +7,7 @@ import { errorFromResponse, SkiplockApiError } from './errors.ts';
 import type {
   ClientEnqueueInput,
   ClientScheduleInput,
+  JobDetailJson,
   JobJson,
   JobPageJson,
   ListJobsQuery,
@@ -61,8 +62,8 @@ export interface SkiplockClient<Tasks extends TaskList = TaskList> {
   enqueueAndWait(input: ClientEnqueueInput<Tasks>, options: { waitSeconds: number }): Promise<{ job: JobJson; finished: boolean }>;
   /** POST /v1/jobs/batch: up to 1000 jobs, all or none, in input order. */
   enqueueBatch(inputs: readonly ClientEnqueueInput<Tasks>[]): Promise<JobJson[]>;
-  /** GET /v1/jobs/:id; undefined when there is no such job. */
-  getJob(id: string): Promise<JobJson | undefined>;
+  /** GET /v1/jobs/:id: the job with its durable steps and children; undefined when there is no such job. */
+  getJob(id: string): Promise<JobDetailJson | undefined>;
   /** GET /v1/jobs: one page, newest first. */
   listJobs(query?: ListJobsQuery): Promise<JobPageJson>;
   /** POST /v1/jobs/:id/cancel: a QUEUED job is cancelled, a RUNNING one asked to stop; a finished one is a conflict. */
@@ -148,7 +149,7 @@ export function createClient<Tasks extends TaskList = TaskList>(options: ClientO
       return (await json<{ jobs: JobJson[] }>('POST', '/v1/jobs/batch', { body: { jobs: inputs } })).jobs;
     },
     async getJob(jobId) {
-      return (await orUndefined(json<{ job: JobJson }>('GET', `/v1/jobs/${id(jobId)}`)))?.job;
+      return (await orUndefined(json<{ job: JobDetailJson }>('GET', `/v1/jobs/${id(jobId)}`)))?.job;
     },
     listJobs(query = {}) {
       return json<JobPageJson>('GET', '/v1/jobs', { query: { ...query } });

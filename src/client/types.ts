@@ -2,12 +2,12 @@
  * What the HTTP API sends and accepts, as plain types (CONTRACT.md "HTTP API"), and the task
  * typing of the client. Type-only: nothing here exists at run time.
  */
-import type { JobStatus, TickResult } from '../core/types.ts';
+import type { JobStatus, StepKind, StepStatus, TickResult } from '../core/types.ts';
 import type { ScheduleInput as LibraryScheduleInput } from '../runtime/schedule-definition.ts';
 import type { AnyTask, EnqueueInputOf, TaskList } from '../runtime/task-types.ts';
 import type { z } from 'zod';
 
-export type { JobStatus };
+export type { JobStatus, StepKind, StepStatus };
 export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskName, TaskPayload } from '../runtime/task-types.ts';
 
 /** A job as the API sends it: ids are strings, instants ISO-8601 strings in UTC. */
@@ -39,6 +39,54 @@ export interface JobJson<Payload = unknown> {
   progress: unknown;
   /** The W3C traceparent stored at enqueue. */
   traceparent: string | null;
+  /** The job whose ctx.invoke enqueued this one, and that invoke's step id; null otherwise. */
+  parentId: string | null;
+  parentStep: string | null;
+  /** Children this job invoked that have not ended yet. */
+  pendingChildren: number;
+  /** Durable steps recorded; getJob lists them. */
+  stepCount: number;
+}
+
+/** One durable step of a job (ctx.step, ctx.sleep, ctx.invoke), as GET /v1/jobs/:id sends it. */
+export interface JobStepJson {
+  id: string;
+  /** The order the handler reached it in, from 0. */
+  seq: number;
+  kind: StepKind;
+  /** step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed. */
+  status: StepStatus;
+  /** A step's stored JSON result, or an invoked child's result. */
+  output: unknown;
+  /** Why the step's last run threw, or why the child ended DEAD or CANCELLED. */
+  error: string | null;
+  /** Runs of the step's fn. */
+  attempts: number;
+  startedAt: string | null;
+  finishedAt: string | null;
+  durationMs: number | null;
+  /** sleep: when the job wakes. */
+  wakeAt: string | null;
+  /** invoke: the child job and its task. */
+  childId: string | null;
+  childTask: string | null;
+}
+
+/** A job that ctx.invoke enqueued. */
+export interface JobChildJson {
+  id: string;
+  task: string;
+  status: JobStatus;
+  /** The parent's invoke step that enqueued it. */
+  parentStep: string;
+}
+
+/** GET /v1/jobs/:id: the job with its steps and children (lists of jobs do not load them). */
+export interface JobDetailJson<Payload = unknown> extends JobJson<Payload> {
+  /** In the order the handler reached them. */
+  steps: JobStepJson[];
+  /** The first 1000 by id; the invoke steps name every child. */
+  children: JobChildJson[];
 }
 
 /** One attempt of a job, as the API sends it (src/core/attempt-history.ts). */

@@ -72,6 +72,21 @@ export interface JobStep {
   childTask: string | null;
 }
 
+/** A job that ctx.invoke enqueued, as its parent's page lists it. */
+export interface JobChild {
+  id: string;
+  task: string;
+  status: JobStatus;
+  /** The parent's invoke step that enqueued it. */
+  parentStep: string;
+}
+
+/** One job with its durable steps (in the order reached) and its children (the first 1000 by id). */
+export interface JobDetail extends Job {
+  steps: JobStep[];
+  children: JobChild[];
+}
+
 /** What the tick reports. */
 export interface TickResult {
   /** Jobs this tick claimed. */

@@ -165,6 +165,9 @@ skiplock is running: ${useNode ? 'the Node runner, ticking every second' : 'the 
 
   curl -X POST ${url}/v1/jobs -H 'authorization: Bearer ${token}' -H 'content-type: application/json' \\
        -d '{"task":"echo","payload":{"message":"hello"}}'
+  A durable workflow (docs/steps.md), its day's wait cut to 10 s; open it on the dashboard:
+  curl -X POST ${url}/v1/jobs -H 'authorization: Bearer ${token}' -H 'content-type: application/json' \\
+       -d '{"task":"signup-workflow","payload":{"email":"ada@example.com","waitMs":10000}}'
 ${cli}
 
 Ctrl-C stops everything.`);

@@ -4,13 +4,14 @@
  */
 import { z } from '@hono/zod-openapi';
 import { ATTEMPT_OUTCOMES } from '../core/attempt-history.ts';
-import { JOB_STATUSES } from '../core/types.ts';
+import { JOB_STATUSES, STEP_KINDS, STEP_STATUSES } from '../core/types.ts';
 import { unstorableText } from '../core/json.ts';
 import { LIST_LIMIT, rescheduleInputSchema, RETRY_DEAD_LIMIT } from '../runtime/admin.ts';
 import { enqueueInputSchema } from '../runtime/enqueue.ts';
 import { scheduleInputSchema } from '../runtime/schedule-definition.ts';
 import { SCHEDULE_LIST_LIMIT } from '../runtime/schedules.ts';
 import { SCHEDULE_NAME } from '../core/schedule.ts';
+import { CHILD_LIMIT } from '../store/job-detail.ts';
 
 export const MAX_BATCH = 1000;
 
@@ -165,10 +166,42 @@ export const Job = z
     history: z.array(AttemptRecord).openapi({ description: 'The last 20 attempts, oldest first' }),
     progress: z.unknown().openapi({ description: 'What the handler last reported with ctx.progress (reset when an attempt starts); null when nothing' }),
     traceparent: nullableText.openapi({ description: 'The W3C traceparent stored at enqueue; each attempt’s span descends from it' }),
+    parentId: nullableText.openapi({ description: 'The job whose ctx.invoke enqueued this one; null otherwise' }),
+    parentStep: nullableText.openapi({ description: 'The parent’s invoke step id; null without a parent' }),
+    pendingChildren: z.number().int().openapi({ description: 'Children this job invoked that have not ended yet (a WAITING job waits for them)' }),
+    stepCount: z.number().int().openapi({ description: 'Durable steps recorded (ctx.step, ctx.sleep, ctx.invoke); GET /v1/jobs/{id} lists them' }),
   })
   .openapi('Job');
 
+export const JobStep = z
+  .object({
+    id: z.string().openapi({ description: 'The id the handler gave the step' }),
+    seq: z.number().int().openapi({ description: 'The order the handler reached it in, from 0' }),
+    kind: z.enum(STEP_KINDS),
+    status: z.enum(STEP_STATUSES).openapi({ description: 'step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed' }),
+    output: z.unknown().openapi({ description: 'A step’s stored JSON result, or an invoked child’s result' }),
+    error: nullableText.openapi({ description: 'Why the step’s last run threw, or why the child ended DEAD or CANCELLED' }),
+    attempts: z.number().int().openapi({ description: 'Runs of the step’s fn' }),
+    startedAt: instant.nullable(),
+    finishedAt: instant.nullable(),
+    durationMs: z.number().int().nullable(),
+    wakeAt: instant.nullable().openapi({ description: 'sleep: when the job wakes' }),
+    childId: nullableText.openapi({ description: 'invoke: the child job' }),
+    childTask: nullableText.openapi({ description: 'invoke: the child’s task' }),
+  })
+  .openapi('JobStep');
+
+export const JobChild = z
+  .object({ id: z.string(), task: z.string(), status: z.enum(JOB_STATUSES), parentStep: z.string().openapi({ description: 'The parent’s invoke step that enqueued it' }) })
+  .openapi('JobChild');
+
+export const JobDetail = Job.extend({
+  steps: z.array(JobStep).openapi({ description: 'Its durable steps, in the order the handler reached them' }),
+  children: z.array(JobChild).openapi({ description: `The jobs it invoked, by id: the first ${CHILD_LIMIT} (its invoke steps name every child)` }),
+}).openapi('JobDetail', { description: 'A job with its steps and children: only GET /v1/jobs/{id} loads them; lists of jobs do not.' });
+
 export const JobEnvelope = z.object({ job: Job }).openapi('JobEnvelope');
+export const JobDetailEnvelope = z.object({ job: JobDetail }).openapi('JobDetailEnvelope');
 export const JobList = z.object({ jobs: z.array(Job) }).openapi('JobList');
 export const JobPage = z
   .object({ jobs: z.array(Job), nextCursor: z.string().nullable().openapi({ description: 'null on the last page' }) })

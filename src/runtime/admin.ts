@@ -4,11 +4,12 @@
  */
 import { checkRange, SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
-import { JOB_STATUSES, type Job, type JobStatus } from '../core/types.ts';
+import { JOB_STATUSES, type Job, type JobDetail, type JobStatus } from '../core/types.ts';
 import { z } from 'zod';
 import { flowKeys } from './flow-key.ts';
 import { cancelJob, currentTime, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
 import { getJob } from '../store/jobs.ts';
+import { getJobDetail, mapJobDetail } from '../store/job-detail.ts';
 import { checkTaskPayload, MAX_DELAY_MS, storableInstant, toIssues } from './enqueue.ts';
 import type { TaskRegistry } from './task.ts';
 import { jobActivity } from '../store/dashboard.ts';
@@ -112,6 +113,11 @@ const TASK_NAME = z.string().min(1).max(200).refine((name) => unstorableText(nam
 export const ACTIVITY_MINUTES = { default: 60, max: 24 * 60 } as const;
 
 export interface AdminOperations {
+  /**
+   * One job with its durable steps (in the order its handler reached them) and its children (the
+   * first 1000 by id), in one statement; undefined when there is no such job.
+   */
+  getJobDetail(id: string): Promise<JobDetail | undefined>;
   /** One page of jobs, newest first; throws invalid_request for a bad cursor or limit. */
   listJobs(options?: ListJobsOptions): Promise<JobPage>;
   /** QUEUED → CANCELLED, or asks a RUNNING job to stop; not_found, or conflict once finished. */
@@ -182,6 +188,11 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
   }
 
   return {
+    async getJobDetail(id) {
+      if (!isJobId(id)) return undefined;
+      const [row] = await sql.query(getJobDetail({ id }));
+      return row ? mapJobDetail(row) : undefined;
+    },
     async listJobs(options = {}) {
       const limit = options.limit ?? LIST_LIMIT.default;
       checkRange('limit', limit, LIST_LIMIT.max);

@@ -59,7 +59,37 @@ export const poison = defineTask({
   },
 });
 
-export const exampleTasks = [echo, sleep, flaky, poison];
+/** Stands in for a call to another service: what the workflow below fans out to. */
+export const notify = defineTask({
+  name: 'notify',
+  payload: z.object({ service: z.string().min(1).max(100), email: z.string() }),
+  handler: ({ service }) => ({ service, notifiedAt: new Date().toISOString() }),
+});
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/**
+ * A durable workflow (docs/steps.md): create the account, wait a day without holding an
+ * invocation, send the welcome e-mail, tell three services at once (three child jobs), and join
+ * their answers. Each step runs once, however many invocations the job takes; only the order and
+ * ids of its steps must be the same on every run.
+ */
+export const signupWorkflow = defineTask({
+  name: 'signup-workflow',
+  payload: z.object({ email: z.string().min(3).max(320), waitMs: z.number().int().min(0).max(30 * DAY_MS).default(DAY_MS) }),
+  handler: async ({ email, waitMs }, ctx) => {
+    // Random ids and clocks go inside steps: their results are stored, so a rerun sees the same.
+    const account = await ctx.step('create-account', () => ({ userId: crypto.randomUUID(), email }));
+    await ctx.sleep('wait-a-day', waitMs);
+    const welcome = await ctx.step('send-welcome-email', ({ idempotencyKey }) => ({ to: email, messageId: idempotencyKey }));
+    const notified = await Promise.all(
+      ['crm', 'analytics', 'billing'].map((service) => ctx.invoke<{ service: string; notifiedAt: string }>(`notify-${service}`, 'notify', { service, email })),
+    );
+    return ctx.step('join', () => ({ userId: account.userId, welcomeMessageId: welcome.messageId, notified: notified.map((n) => n.service) }));
+  },
+});
+
+export const exampleTasks = [echo, sleep, flaky, poison, notify, signupWorkflow];
 
 /** Fires `echo` at the start of every minute (UTC): each firing runs once, however many ticks see it. */
 export const exampleSchedules = [

@@ -53,7 +53,7 @@ describe('jobs', () => {
 
   test('getJob; undefined for a job that does not exist', async () => {
     const job = await client.enqueue({ task: 'echo', payload: { message: 'get' } });
-    expect(await client.getJob(job.id)).toEqual(job);
+    expect(await client.getJob(job.id)).toEqual({ ...job, steps: [], children: [] });
     expect(await client.getJob('999999999')).toBeUndefined();
   });
 

@@ -5,8 +5,8 @@
  */
 import { describe, expectTypeOf, test } from 'vitest';
 import { z } from 'zod';
-import { createClient, type ClientEnqueueInput, type JobJson, type ScheduleJson, type StatsJson, type TickResultJson } from '../../src/client/index.ts';
-import type { Job, Schedule, Stats, TickResult } from '../../src/http/schemas.ts';
+import { createClient, type ClientEnqueueInput, type JobDetailJson, type JobJson, type ScheduleJson, type StatsJson, type TickResultJson } from '../../src/client/index.ts';
+import type { Job, JobDetail, Schedule, Stats, TickResult } from '../../src/http/schemas.ts';
 import { defineTask } from '../../src/runtime/task.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 
@@ -55,11 +55,12 @@ describe('types', () => {
   });
 
   test('typed by the same array the deployment registers (the bundled examples)', () => {
-    expectTypeOf<ClientEnqueueInput<typeof exampleTasks>['task']>().toEqualTypeOf<'echo' | 'sleep' | 'flaky' | 'poison'>();
+    expectTypeOf<ClientEnqueueInput<typeof exampleTasks>['task']>().toEqualTypeOf<'echo' | 'sleep' | 'flaky' | 'poison' | 'notify' | 'signup-workflow'>();
   });
 
   test('the JSON types are what the API documents (src/http/schemas.ts)', () => {
     expectTypeOf<JobJson>().toEqualTypeOf<z.infer<typeof Job>>();
+    expectTypeOf<JobDetailJson>().toEqualTypeOf<z.infer<typeof JobDetail>>();
     expectTypeOf<ScheduleJson>().toEqualTypeOf<z.infer<typeof Schedule>>();
     expectTypeOf<StatsJson>().toEqualTypeOf<z.infer<typeof Stats>>();
     expectTypeOf<TickResultJson>().toEqualTypeOf<z.infer<typeof TickResult>>();

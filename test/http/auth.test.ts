@@ -22,6 +22,7 @@ const ROUTES: [method: string, path: () => string, access: Access, ok: number | 
   ['POST', () => '/v1/jobs/batch', 'api', 201, { jobs: [{ task: 'echo', payload: { message: 'x' } }] }],
   ['GET', () => `/v1/jobs/${jobId}`, 'api', 200],
   ['GET', () => '/v1/jobs?limit=2', 'api', 200],
+  ['GET', () => '/v1/jobs?status=waiting', 'api', 200],
   ['GET', () => '/v1/jobs/123456789', 'api', 404],
   ['POST', () => `/v1/jobs/${jobId}/retry`, 'api', 409],
   ['POST', () => '/v1/jobs/123456789/cancel', 'api', 404],

@@ -40,7 +40,7 @@ export function statusBadge(status: JobStatus, extra?: string): Html {
 }
 
 /** A badge in one of the alert tones. */
-export function toneBadge(tone: 'ok' | 'warn' | 'bad' | 'muted', text: string): Html {
+export function toneBadge(tone: 'ok' | 'warn' | 'bad' | 'muted' | 'waiting', text: string): Html {
   return html`<span class="badge tone-${tone}">${text}</span>`;
 }
 

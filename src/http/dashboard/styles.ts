@@ -6,6 +6,7 @@ export const STYLES = `
   --queued: #1d4ed8; --queued-bg: #dbe6fe; --running: #6d28d9; --running-bg: #ebe5fe;
   --done: #15803d; --done-bg: #d9f5e1; --dead: #c02626; --dead-bg: #fde2e2;
   --cancelled: #525b6b; --cancelled-bg: #e6e8ec; --warn: #a45a06; --warn-bg: #fdf0cc;
+  --waiting: #0e7490; --waiting-bg: #d3f0f6;
   font: 14px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--text); background: var(--bg);
 }
 * { box-sizing: border-box; }
@@ -33,7 +34,7 @@ h2 { font-size: 15px; margin: 0 0 12px; }
 .card { background: var(--surface); border: 1px solid var(--border); border-radius: 10px; padding: 18px 20px; margin-bottom: 20px; }
 .card.flush { padding: 0; overflow: hidden; }
 .card.flush h2 { padding: 16px 20px 0; }
-.stats { display: grid; grid-template-columns: repeat(6, 1fr); gap: 12px; margin-bottom: 20px; }
+.stats { display: grid; grid-template-columns: repeat(7, 1fr); gap: 12px; margin-bottom: 20px; }
 .stat { display: block; background: var(--surface); border: 1px solid var(--border); border-radius: 10px; padding: 14px 16px; color: inherit; border-top: 4px solid var(--border); }
 .stat:hover { text-decoration: none; border-color: #c9ced8; }
 .stat .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .5px; }
@@ -41,7 +42,7 @@ h2 { font-size: 15px; margin: 0 0 12px; }
 .stat .hint { font-size: 12px; color: var(--muted); }
 .stat.queued { border-top-color: var(--queued); } .stat.running { border-top-color: var(--running); }
 .stat.done { border-top-color: var(--done); } .stat.cancelled { border-top-color: var(--cancelled); }
-.stat.dead { border-top-color: var(--dead); }
+.stat.dead { border-top-color: var(--dead); } .stat.waiting { border-top-color: var(--waiting); }
 .stat.alert-bad { background: var(--dead-bg); border-color: #f3b4b4; border-top-color: var(--dead); }
 .stat.alert-bad .value, .stat.alert-bad .hint { color: var(--dead); }
 .stat.alert-warn { background: var(--warn-bg); border-color: #f1d48a; border-top-color: var(--warn); }
@@ -74,6 +75,7 @@ td.error { color: #7f1717; max-width: 360px; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 11.5px; font-weight: 650; letter-spacing: .3px; white-space: nowrap; }
 .status-queued { color: var(--queued); background: var(--queued-bg); }
 .status-running { color: var(--running); background: var(--running-bg); }
+.status-waiting, .tone-waiting { color: var(--waiting); background: var(--waiting-bg); }
 .status-done { color: var(--done); background: var(--done-bg); }
 .status-dead { color: #fff; background: var(--dead); }
 .status-dead a { color: #fff; }
@@ -111,6 +113,12 @@ ol.timeline pre.code { margin-top: 8px; max-height: 160px; }
 li.tone-line-ok { border-left-color: var(--done); } li.tone-line-warn { border-left-color: var(--warn); }
 li.tone-line-bad { border-left-color: var(--dead); } li.tone-line-muted { border-left-color: var(--cancelled); }
 li.tone-line-running { border-left-color: var(--running); border-left-style: dashed; }
+table.steps td { vertical-align: top; }
+table.steps td.mono { min-width: 150px; overflow-wrap: anywhere; }
+table.steps code.error { color: #7f1717; }
+.card.flush .note { padding: 0 20px; }
+table.steps details summary { cursor: pointer; overflow-wrap: anywhere; }
+table.steps pre.code { margin-top: 6px; max-height: 240px; }
 pre.code.error { background: #fff6f6; border-color: #f3c4c4; color: #7f1717; }
 .title-row { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; margin-bottom: 4px; }
 .title-row h1 { margin: 0; }
@@ -132,5 +140,5 @@ pre.code.error { background: #fff6f6; border-color: #f3c4c4; color: #7f1717; }
 .login label { display: grid; gap: 6px; font-weight: 600; font-size: 13px; margin: 18px 0; }
 .login input { width: 100%; padding: 8px 10px; }
 .login button { width: 100%; padding: 8px; }
-@media (max-width: 900px) { .stats { grid-template-columns: repeat(3, 1fr); } .grid2 { grid-template-columns: 1fr; } }
+@media (max-width: 900px) { .stats { grid-template-columns: repeat(4, 1fr); } .grid2 { grid-template-columns: 1fr; } }
 `;

@@ -4,6 +4,7 @@ import { SkiplockError } from '../../core/errors.ts';
 import { refuseUnfittableTimeouts } from '../../runtime/enqueue.ts';
 import { isTraceparent } from '../../runtime/tracing.ts';
 import { waitForJob } from '../../runtime/wait-for-job.ts';
+import { jobDetailToJson } from '../../store/job-detail.ts';
 import { jobToJson } from '../../store/rows.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
@@ -14,6 +15,7 @@ import {
   EnqueueInput,
   EnqueueQuery,
   errorResponses,
+  JobDetailEnvelope,
   JobEnvelope,
   JobIdParam,
   JobList,
@@ -64,17 +66,19 @@ const enqueueBatchRoute = createRoute({
 const getJobRoute = createRoute({
   method: 'get',
   path: '/v1/jobs/{id}',
-  summary: 'One job',
+  summary: 'One job, with its durable steps and children',
+  description: 'The job, its durable steps (ctx.step, ctx.sleep, ctx.invoke) in the order its handler reached them, and the jobs it invoked (the first 1000 by id), read in one statement.',
   tags: ['jobs'],
   security: bearerSecurity,
   request: { params: JobIdParam },
-  responses: { 200: jsonContent(JobEnvelope, 'The job'), ...errorResponses(401, 404) },
+  responses: { 200: jsonContent(JobDetailEnvelope, 'The job'), ...errorResponses(401, 404) },
 });
 
 const listJobsRoute = createRoute({
   method: 'get',
   path: '/v1/jobs',
   summary: 'Jobs, newest first, one page at a time',
+  description: 'A cheap list: each job without its steps and children (GET /v1/jobs/{id} has them; `stepCount` and `pendingChildren` say whether there are any).',
   tags: ['jobs'],
   security: bearerSecurity,
   request: { query: ListJobsQuery },
@@ -85,7 +89,7 @@ const cancelRoute = createRoute({
   method: 'post',
   path: '/v1/jobs/{id}/cancel',
   summary: 'Cancel a job',
-  description: 'QUEUED → CANCELLED (200). A RUNNING job is asked to stop (202): its handler is aborted at the next heartbeat.',
+  description: 'QUEUED or WAITING → CANCELLED (200); a WAITING job’s waiting children are cancelled with it. A RUNNING job is asked to stop (202): its handler is aborted at the next heartbeat.',
   tags: ['jobs'],
   security: bearerSecurity,
   request: { params: JobIdParam },
@@ -169,9 +173,9 @@ export function registerJobRoutes(app: App, deps: RouteDeps): void {
 
   app.openapi(getJobRoute, async (c) => {
     const { id } = c.req.valid('param');
-    const job = await skiplock.getJob(id);
+    const job = await skiplock.getJobDetail(id);
     if (!job) throw new SkiplockError('not_found', `no job ${JSON.stringify(id)}`);
-    return c.json({ job: jobToJson(job) }, 200);
+    return c.json({ job: jobDetailToJson(job) }, 200);
   });
 
   app.openapi(listJobsRoute, async (c) => {

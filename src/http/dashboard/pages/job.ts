@@ -1,19 +1,21 @@
 /** GET /jobs/:id: one job's payload, result, attempts, last error, timings and lease, with its actions. */
 import { html } from 'hono/html';
 import { SkiplockError } from '../../../core/errors.ts';
-import type { Job } from '../../../core/types.ts';
+import type { Job, JobDetail } from '../../../core/types.ts';
 import { formatDuration, formatTime, jsonBlock, relativeTime, statusBadge, type Html } from '../format.ts';
 import { noticeOf } from '../notice.ts';
 import { describeFlowWait, type FlowWait } from '../../../runtime/flow-status.ts';
 import { isRetrying } from './jobs.ts';
 import { attemptTimeline, observabilityFacts } from './job-timeline.ts';
+import { childrenSection, currentSleep, parentFact, sleepingReason, stepsSection, waitingForChildren } from './job-steps.ts';
 import { jobWaitFacts } from '../../../store/admin.ts';
 import { toBool } from '../../../store/rows.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 
 export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest): Promise<PageResult> {
   const id = c.req.param('id') ?? '';
-  const job = await deps.skiplock.getJob(id);
+  // The job with its steps and children, in one statement (the read path of GET /v1/jobs/:id too).
+  const job = await deps.skiplock.getJobDetail(id);
   if (!job) throw new SkiplockError('not_found', `There is no job ${JSON.stringify(id)}.`);
   const [facts] = job.status === 'QUEUED' ? await deps.skiplock.sql.query(jobWaitFacts({ id: job.id })) : [];
   const flow = job.status === 'QUEUED' ? await deps.skiplock.flowWait(job.id) : null;
@@ -24,6 +26,7 @@ export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest
   <div class="actions">${jobActions(job, csrf, `/jobs/${job.id}`, false, now)}</div>
 </div>
 ${job.status === 'QUEUED' ? html`<p class="subtitle" data-waiting>${waitingReason(job, now, facts !== undefined && toBool(facts.task_paused), typeof facts?.debounce_key === 'string' ? facts.debounce_key : null)}</p>` : ''}
+${job.status === 'WAITING' ? html`<p class="subtitle" data-waiting>${waitingForChildren(job)}</p>` : ''}
 <p class="subtitle">Task <a href="/jobs?${new URLSearchParams({ task: job.task }).toString()}">${job.task}</a>${
     job.scheduleName ? html` · fired by schedule <a href="/schedules">${job.scheduleName}</a>${job.scheduledFor ? ` for ${formatTime(job.scheduledFor)}` : ''}` : ''
   }</p>
@@ -35,8 +38,10 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
     <dt>Priority</dt><dd>${job.priority}</dd>
     <dt>Timeout</dt><dd>${formatDuration(job.timeoutMs)}</dd>
     <dt>Idempotency key</dt><dd>${job.idempotencyKey ?? html`<span class="muted">—</span>`}</dd>
+    ${parentFact(job)}
     ${observabilityFacts(job)}
     ${job.status === 'QUEUED' ? html`<dt>Waiting</dt><dd>${flowWaitingReason(job, flow, now, facts !== undefined && toBool(facts.task_paused))}</dd>` : ''}
+    ${job.status === 'WAITING' ? html`<dt>Waiting</dt><dd>for ${job.pendingChildren.toLocaleString('en-US')} ${job.pendingChildren === 1 ? 'child' : 'children'} to end</dd>` : ''}
     ${lease(job, now)}
   </dl></section>
   <section class="card"><h2>Timings</h2><dl class="facts">
@@ -47,6 +52,8 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
     ${job.finishedAt ? html`<dt>Created → finished</dt><dd>${formatDuration(job.finishedAt.getTime() - job.createdAt.getTime())} <span class="muted">(waiting and every attempt)</span></dd>` : ''}
   </dl></section>
 </div>
+${stepsSection(job, now)}
+${childrenSection(job)}
 ${attemptTimeline(job, now)}
 <div class="grid2">
   <section class="card"><h2>Payload</h2>${jsonBlock(job.payload)}</section>
@@ -56,11 +63,13 @@ ${attemptTimeline(job, now)}
 }
 
 /** Why a QUEUED job has not run yet, in order of what holds it back first. */
-function waitingReason(job: Job, now: number, taskPaused: boolean, debounceKey: string | null): Html {
+function waitingReason(job: JobDetail, now: number, taskPaused: boolean, debounceKey: string | null): Html {
   const reasons: Html[] = [];
+  const sleep = currentSleep(job, now);
   if (taskPaused) reasons.push(html`its task <a href="/tasks">${job.task}</a> is paused`);
   if (debounceKey !== null) reasons.push(html`it is debounced (key <code>${debounceKey}</code>): an enqueue with that key pushes it back again`);
-  if (job.runAt.getTime() > now) reasons.push(html`${isRetrying(job) ? 'it waits to retry' : 'it is delayed'} until ${formatTime(job.runAt)} (${relativeTime(job.runAt, now)})`);
+  if (sleep) reasons.push(sleepingReason(sleep, now));
+  else if (job.runAt.getTime() > now) reasons.push(html`${isRetrying(job) ? 'it waits to retry' : 'it is delayed'} until ${formatTime(job.runAt)} (${relativeTime(job.runAt, now)})`);
   if (reasons.length === 0) return html`Waiting: due, for the next tick to claim it.`;
   return html`Waiting: ${reasons.map((r, i) => html`${i > 0 ? '; ' : ''}${r}`)}.`;
 }
@@ -72,8 +81,10 @@ function attemptsNote(job: Job): Html | string {
 }
 
 /** Why a QUEUED job has not run yet: not due, held by a concurrency or rate limit, or due for the next tick. */
-export function flowWaitingReason(job: Job, flow: FlowWait | null, now: number, taskPaused = false): Html {
+export function flowWaitingReason(job: JobDetail, flow: FlowWait | null, now: number, taskPaused = false): Html {
   if (taskPaused) return html`its task is paused: no tick claims it until the task is resumed`;
+  const sleep = currentSleep(job, now);
+  if (sleep) return html`sleeping (step <code>${sleep.id}</code>): not due until ${timeFact(job.runAt, now)}`;
   if (job.runAt.getTime() > now) return html`not due until ${timeFact(job.runAt, now)}${isRetrying(job) ? ' (waiting to retry)' : ''}`;
   const reasons = flow ? describeFlowWait(flow) : [];
   if (reasons.length > 0) return html`${reasons.map((r, i) => html`${i > 0 ? html`<br>` : ''}held back by its ${r}`)}`;
@@ -95,7 +106,7 @@ function lease(job: Job, now: number): Html {
 
 /**
  * The buttons the state machine allows (src/core/state.ts): Retry for DEAD or CANCELLED, Cancel
- * for QUEUED, and for RUNNING a request to stop. DONE has none.
+ * for QUEUED and WAITING (its waiting children with it), and for RUNNING a request to stop. DONE has none.
  */
 export function jobActions(job: Job, csrf: string, returnTo: string, inRow = false, now?: number): Html {
   const button = (action: 'retry' | 'cancel' | 'run-now', label: string, className: string) => html`<form class="inline" method="post" action="/jobs/${job.id}/${action}">

@@ -85,6 +85,7 @@ function statCards(stats: JobStats): Html {
   return html`<div class="stats">
   ${card('QUEUED', 'waiting or scheduled')}
   ${card('RUNNING', 'holding a lease')}
+  ${card('WAITING', 'for their children')}
   ${card('DONE', 'kept until retention')}
   ${card('DEAD', stats.counts.DEAD > 0 ? 'needs review' : 'none: good')}
   ${card('CANCELLED', 'by a person')}
