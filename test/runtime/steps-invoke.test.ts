@@ -279,5 +279,44 @@ describe('cancel and retry of a waiting parent', () => {
     await sk.tick({ untilIdle: true });
     expect(await sk.getJob(job.id)).toMatchObject({ status: 'DONE', result: 'went on without it' });
     expect(caught[0]).toMatchObject({ name: 'ChildJobError', childStatus: 'CANCELLED', childId: leafJob!.id });
+
+    // A person retries the child, which now runs to DONE: the parent stays DONE, its step as it saw it.
+    await sk.retryJob(leafJob!.id);
+    await sk.resumeTask('leaf');
+    await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(leafJob!.id)).toMatchObject({ status: 'DONE' });
+    expect(await sk.getJob(job.id)).toMatchObject({ status: 'DONE', result: 'went on without it' });
+    expect((await stepRows(job.id)).map((s) => [s.status, s.child_status])).toEqual([['failed', 'CANCELLED']]);
+  });
+
+  test('a child the reaper ends DEAD (its last attempt lost its lease) wakes its parent with ChildJobError', async () => {
+    const leaf = defineTask({ name: 'leaf', payload: z.object({}), maxAttempts: 1, handler: () => 'leaf' });
+    const root = defineTask({ name: 'root', payload: z.object({}), handler: async (_p, ctx) => ctx.invoke('leaf', 'leaf', {}) });
+    const sk = (ms: number) => createSkiplock({ sql: db.sql, tasks: [root, leaf], now: () => at(ms), log: quiet });
+    await sk(0).pauseTask('leaf');
+    const job = await sk(0).enqueue({ task: 'root', payload: {} });
+    await sk(0).tick({ untilIdle: true });
+    // The child was claimed by a worker that then vanished.
+    await rows(`UPDATE skiplock.job SET status = 'RUNNING', attempts = 1, locked_by = 'gone', locked_until = $1, started_at = $1 WHERE task = 'leaf'`, [at(0)]);
+    expect(await sk(60_000).reap()).toBe(1);
+    expect(await sk(60_000).getJob(job.id)).toMatchObject({ status: 'QUEUED', pendingChildren: 0 });
+    await sk(60_000).tick({ untilIdle: true });
+    expect((await sk(60_000).getJob(job.id))!.lastError).toMatch(/^ChildJobError: child job \d+ \(task leaf, step "leaf"\) ended DEAD: lease expired on attempt 1/);
+  });
+});
+
+describe('the wake-up of a self-scheduling ticker', () => {
+  test('ignores a WAITING parent; wakes for a sleeping job at its wake time', async () => {
+    const leaf = defineTask({ name: 'leaf', payload: z.object({}), handler: () => 'leaf' });
+    const root = defineTask({ name: 'root', payload: z.object({}), handler: async (_p, ctx) => ctx.invoke('leaf', 'leaf', {}) });
+    const napper = defineTask({ name: 'napper', payload: z.object({}), handler: async (_p, ctx) => ctx.sleep('nap', 30_000) });
+    const sk = createSkiplock({ sql: db.sql, tasks: [root, leaf, napper], now: () => T0, log: quiet });
+    await sk.pauseTask('leaf');
+    await sk.enqueue({ task: 'root', payload: {} });
+    await sk.tick({ untilIdle: true });
+    expect(await sk.msUntilNextWork()).toBe(null); // a WAITING parent, and its child's task paused
+    await sk.enqueue({ task: 'napper', payload: {} });
+    await sk.tick({ untilIdle: true });
+    expect(await sk.msUntilNextWork()).toBe(30_000);
   });
 });

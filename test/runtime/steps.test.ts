@@ -164,6 +164,32 @@ describe('ctx.step', () => {
     expect((await stepRows(job.id)).map((s) => [s.id, s.status, s.error, s.attempts])).toEqual([['a', 'done', null, 1], ['b', 'done', null, 2]]);
   });
 
+  test('a step write whose lease was lost writes nothing and stops the run; a step write extends the lease', async () => {
+    let after = 0;
+    let clock = 0;
+    const task = defineTask({
+      name: 'usurped',
+      payload: z.object({}),
+      timeoutMs: 5_000,
+      handler: async (_p, ctx) => {
+        await ctx.step('a', () => void (clock = 3_000)); // 3 s later on the job's clock
+        await ctx.step('b', async () => {
+          // Another worker took the job meanwhile (a reclaim after a reap).
+          await rows(`UPDATE skiplock.job SET locked_by = 'another-worker', attempts = attempts + 1 WHERE id = $1`, [ctx.job.id]);
+        });
+        after += 1;
+      },
+    });
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], now: () => at(clock), log: quiet });
+    const job = await skiplock.enqueue({ task: 'usurped', payload: {} });
+    const result = await skiplock.tick({ untilIdle: true, abandonAfterMs: 50, leaseMs: 60_000 });
+    expect(result).toMatchObject({ claimed: 1, done: 0, retried: 0, dead: 0 });
+    expect(after).toBe(0);
+    expect((await stepRows(job.id)).map((s) => s.id)).toEqual(['a']);
+    // Step a's write extended the lease (timeout 5 s + 5 s grace) from its own time, 3 s after the claim.
+    expect(await skiplock.getJob(job.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'another-worker', lockedUntil: at(13_000), stepCount: 1 });
+  });
+
   test('the step context: a stable idempotency key per step, and the job signal', async () => {
     const seen: unknown[] = [];
     const task = defineTask({
