@@ -170,6 +170,11 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
           elapsedMs: () => performance.now() - startedAt,
           suspend,
           leaseLost: () => stop('lease-lost'),
+          heartbeat: async () => {
+            const held = await deps.heartbeat(job);
+            if (!held) stop('lease-lost');
+            return held;
+          },
           ended: () => ended,
         },
         steps,

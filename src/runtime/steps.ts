@@ -101,6 +101,8 @@ export interface StepRuntimeDeps {
   suspend(outcome: Outcome): boolean;
   /** The lease is lost: stop the run (outcome `lost`). */
   leaseLost(): void;
+  /** ctx.heartbeat: false (and the run stopped) when the lease is lost; a cancel asked stops the run too. */
+  heartbeat(): Promise<boolean>;
   /** Whether the run has ended (its outcome is decided). */
   ended(): boolean;
 }
@@ -257,7 +259,8 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     try {
       const rows = await deps.sql.query(invokeChildren({ ...fence(), children: batch.map((b) => b.row) }));
       if (rows.length === 0) {
-        deps.leaseLost();
+        // Lost the lease, or asked to stop (cancel): the heartbeat says which, and stops the run.
+        if (await deps.heartbeat()) for (const b of batch) b.reject(stoppedError(deps.signal));
         return;
       }
       if (!deps.suspend({ kind: 'wait' })) for (const b of batch) b.reject(stoppedError(deps.signal));

@@ -57,15 +57,17 @@ function updateOneJob(update: string, values: readonly unknown[], more = ''): St
  * at the next heartbeat (its handler is aborted and the job lands in CANCELLED) and which the
  * reaper honours if that worker is gone. Setting the flag needs no fence: it asks whoever holds the job.
  *
- * Durable steps, in the same statement: a job cancelled here cancels its descendants (the
- * children it invoked, theirs, …): QUEUED and WAITING ones end CANCELLED, RUNNING ones are asked to
- * stop; the invoke steps they were waiting on are marked failed (child CANCELLED) and nobody waits
- * for them any more (pending_children 0). A cancelled child reaches its own parent (fan-in).
+ * Durable steps, in the same statement: a job cancelled here (or asked to stop) cancels its
+ * descendants (the children it invoked, theirs, …): QUEUED and WAITING ones end CANCELLED, RUNNING
+ * ones are asked to stop; the invoke steps that waited on them are marked failed (child
+ * CANCELLED) and nobody waits for them any more (pending_children 0). A RUNNING job asked to stop
+ * cannot invoke new children (src/store/steps.ts invokeChildren). A cancelled child reaches its
+ * own parent (fan-in).
  */
 export function cancelJob(p: { now: Clock; id: string }): Statement {
   const cancel = `status = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE j.status END,
        finished_at = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN ${NOW} ELSE j.finished_at END,
-       pending_children = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN 0 ELSE j.pending_children END,
+       pending_children = 0,
        cancel_requested = (j.status = 'RUNNING'),
        updated_at = ${NOW}`;
   return updateOneJob(
@@ -75,7 +77,7 @@ export function cancelJob(p: { now: Clock; id: string }): Statement {
     `,
      -- Descendants by job_parent_idx: the children of a cancelled job, and theirs.
      tree(id) AS (
-       SELECT c.id FROM skiplock.job c WHERE c.parent_id IN (SELECT id FROM changed WHERE status = 'CANCELLED') AND c.parent_id IS NOT NULL
+       SELECT c.id FROM skiplock.job c WHERE c.parent_id IN (SELECT id FROM changed) AND c.parent_id IS NOT NULL
        UNION
        SELECT c.id FROM skiplock.job c JOIN tree t ON c.parent_id = t.id WHERE c.parent_id IS NOT NULL
      ),
@@ -88,7 +90,7 @@ export function cancelJob(p: { now: Clock; id: string }): Statement {
        UPDATE skiplock.job_step s SET status = 'failed', child_status = 'CANCELLED', finished_at = ${NOW},
               error = 'cancelled with its parent job ' || $2::bigint
         WHERE s.kind = 'invoke' AND s.status = 'waiting'
-          AND s.job_id IN (SELECT id FROM changed WHERE status = 'CANCELLED' UNION ALL SELECT id FROM descendants WHERE status = 'CANCELLED')
+          AND s.job_id IN (SELECT id FROM changed UNION ALL SELECT id FROM descendants)
      ),
      ${fanInCtes('changed')}`,
   );

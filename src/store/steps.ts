@@ -50,14 +50,16 @@ export interface StepFence {
 
 /**
  * `fence AS (...)`: the job's row, still RUNNING under this run's lease, with step_count and
- * pending_children bumped and the lease extended; no row when the lease was lost. Parameters
- * $1 (clock) to $6; the caller's own start at $7.
+ * pending_children bumped and the lease extended; no row when the lease was lost. To invoke
+ * children, also not asked to stop: a cancel cascades to the children a job has, so it must not
+ * get new ones. Parameters $1 (clock) to $6; the caller's own start at $7.
  */
 function fenceCte(steps: string, children = '0'): string {
   return `fence AS (
        UPDATE skiplock.job j SET step_count = j.step_count + ${steps}, pending_children = j.pending_children + ${children},
               locked_until = greatest(j.locked_until, ${leaseUntil('$6', '$5')}), updated_at = ${NOW}
         WHERE j.id = $2::bigint AND j.status = 'RUNNING' AND j.locked_by = $3 AND j.attempts = $4
+          ${children === '0' ? '' : 'AND NOT j.cancel_requested'}
        RETURNING j.id
      )`;
 }
@@ -120,8 +122,8 @@ export interface InvokeRow {
 /**
  * The invokes a handler reached together (Promise.all), in one statement: the child jobs (with
  * parent_id and parent_step), their step rows (waiting), and the parent's pending_children and
- * step_count bumped by their number — or nothing at all when the lease was lost. Answers one row
- * per child: its id and step.
+ * step_count bumped by their number — or nothing at all when the lease was lost or a cancel was
+ * asked. Answers one row per child: its id and step.
  */
 export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }): Statement {
   return statement(

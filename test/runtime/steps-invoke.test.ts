@@ -261,6 +261,35 @@ describe('cancel and retry of a waiting parent', () => {
     expect((await sk.getJob(job.id))!.lastError).toMatch(/^ChildJobError: child job \d+ \(task mid, step "mid"\) ended CANCELLED: cancelled with its parent job/);
   });
 
+  test('a RUNNING parent asked to stop invokes no child: it ends CANCELLED, nothing enqueued', async () => {
+    const leaf = defineTask({ name: 'leaf', payload: z.object({}), handler: () => 'leaf' });
+    let entered!: () => void;
+    const inStep = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const root = defineTask({
+      name: 'root',
+      payload: z.object({}),
+      handler: async (_p, ctx) => {
+        await ctx.step('prepare', async () => {
+          entered();
+          await gate;
+        });
+        return ctx.invoke('leaf', 'leaf', {});
+      },
+    });
+    const sk = createSkiplock({ sql: db.sql, tasks: [root, leaf], now: () => T0, log: quiet });
+    const job = await sk.enqueue({ task: 'root', payload: {} });
+    const ticking = sk.tick({ untilIdle: true, leaseMs: 60_000 });
+    await inStep;
+    expect(await sk.cancelJob(job.id)).toMatchObject({ outcome: 'requested' });
+    release();
+    expect(await ticking).toMatchObject({ cancelled: 1 });
+    expect(await sk.getJob(job.id)).toMatchObject({ status: 'CANCELLED', pendingChildren: 0 });
+    expect((await rows(`SELECT count(*)::int AS n FROM skiplock.job WHERE task = 'leaf'`))[0]!.n).toBe(0);
+    expect((await stepRows(job.id)).map((s) => s.id)).toEqual(['prepare']);
+  });
+
   test('cancelling a QUEUED child of a WAITING parent wakes the parent with ChildJobError', async () => {
     const leaf = defineTask({ name: 'leaf', payload: z.object({}), handler: () => 'leaf' });
     const caught: unknown[] = [];
