@@ -171,7 +171,8 @@ export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }
  *     the parent's row in one statement, e.g. its claim, can never leave it waiting for ever);
  *   - a child retried by a person after its parent went DEAD of it: when it ends again, the
  *     step records it again, and the DEAD parent goes QUEUED (attempts reset, as a person's
- *     retry does) when the child is now DONE. A DONE or CANCELLED parent is left as it is.
+ *     retry does) when the child is now DONE. A QUEUED parent (retried by a person too) gets the
+ *     new outcome for its next run. A RUNNING, DONE or CANCELLED parent is left as it is.
  * Inside one statement a row can only be updated once: the caller never ends a job and its
  * parent in the same statement (the tick writes a child's result in the next batch).
  * Costs nothing measurable when no ended job has a parent (empty CTEs).
@@ -195,7 +196,7 @@ export function fanInCtes(ended: string): string {
      fan_again AS (
        UPDATE skiplock.job_step s SET ${stepSet}
          FROM fan_ended e JOIN skiplock.job p ON p.id = e.parent_id
-        WHERE s.job_id = e.parent_id AND s.id = e.parent_step AND s.child_id = e.id AND s.status = 'failed' AND p.status = 'DEAD'
+        WHERE s.job_id = e.parent_id AND s.id = e.parent_step AND s.child_id = e.id AND s.status = 'failed' AND p.status IN ('DEAD', 'QUEUED')
        RETURNING s.job_id, s.status
      ),
      fan_parents AS (
