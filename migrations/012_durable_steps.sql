@@ -55,6 +55,8 @@ CREATE TABLE skiplock.job_step (
   -- invoke: the child job, and its task.
   child_id    bigint,
   child_task  text,
+  -- invoke: how the child ended (DONE, DEAD, CANCELLED) once it has; ChildJobError carries it.
+  child_status text CHECK (child_status IN ('DONE', 'DEAD', 'CANCELLED')),
   PRIMARY KEY (job_id, id),
   UNIQUE (job_id, seq),
   CONSTRAINT job_step_sleep_has_wake CHECK (kind <> 'sleep' OR wake_at IS NOT NULL),

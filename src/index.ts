@@ -24,7 +24,7 @@ export type { ActivityMinute, CancelResult, JobPage, JobStats, ListJobsOptions }
 export { defineSchedule, scheduleInputSchema, type Schedule, type ScheduleDefinition, type ScheduleInput } from './runtime/schedule-definition.ts';
 export { scheduleToJson, type ListSchedulesOptions, type PutScheduleResult, type ScheduleInfo, type SchedulePage } from './runtime/schedules.ts';
 export type { CatchUp, Overlap } from './core/schedule.ts';
-export { PermanentError, SkiplockError, type ErrorCode, type ErrorIssue } from './core/errors.ts';
+export { ChildJobError, PermanentError, SkiplockError, type ErrorCode, type ErrorIssue } from './core/errors.ts';
 export type { Backoff, BackoffOptions } from './core/backoff.ts';
 export type { Job, JobChild, JobDetail, JobStatus, JobStep, StepKind, StepStatus, TickResult } from './core/types.ts';
 export type { Row, Sql, Statement } from './store/sql.ts';

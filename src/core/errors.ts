@@ -47,6 +47,38 @@ export class PermanentError extends Error {
   }
 }
 
+/**
+ * What ctx.invoke rejects with when the child job ended DEAD or CANCELLED. Permanent: the parent
+ * does not spend its retries re-throwing a stored failure (a handler may catch it and go on).
+ * Retry the child (a person's retry) instead: when it then ends DONE, its parent runs again.
+ */
+export class ChildJobError extends PermanentError {
+  /** The child job's id. */
+  readonly childId: string;
+  /** The child's task. */
+  readonly childTask: string;
+  /** How the child ended. */
+  readonly childStatus: 'DEAD' | 'CANCELLED';
+  /** The child's last_error (or why it was cancelled); null when it has none. */
+  readonly childError: string | null;
+  /** The id of the ctx.invoke step. */
+  readonly stepId: string;
+  constructor(p: { stepId: string; childId: string; childTask: string; childStatus: 'DEAD' | 'CANCELLED'; childError: string | null }) {
+    super(`child job ${p.childId} (task ${p.childTask}, step ${JSON.stringify(p.stepId)}) ended ${p.childStatus}${p.childError ? `: ${p.childError}` : ''}`);
+    this.name = 'ChildJobError';
+    this.childId = p.childId;
+    this.childTask = p.childTask;
+    this.childStatus = p.childStatus;
+    this.childError = p.childError;
+    this.stepId = p.stepId;
+  }
+}
+
+/** A TypeError for a mistake in the handler's code (a bad step id, a sleep of NaN): no retry can help. */
+export function permanentTypeError(message: string): TypeError {
+  return Object.assign(new TypeError(message), { permanent: true as const });
+}
+
 export function isPermanent(error: unknown): boolean {
   try {
     return typeof error === 'object' && error !== null && (error as { permanent?: unknown }).permanent === true;

@@ -9,11 +9,19 @@
  *     │  │              │ ├────release─────▶ QUEUED (stopped by the worker at its deadline or
  *     │  │              │ │                           shutdown; the attempt is given back)
  *     │  │              │ └────lease expired (reaper) ▶ QUEUED, or DEAD when attempts are exhausted
+ *     │  │              │ ├────suspend─────▶ QUEUED (ctx.sleep: run_at = wake time; a yield between
+ *     │  │              │ │                           steps: due now; the attempt is given back)
+ *     │  │              │ └────wait────────▶ WAITING (ctx.invoke: until its children end; QUEUED
+ *     │  │              │                              at once when they all ended already)
+ *     │  │            WAITING ──last child ends (fan-in)──▶ QUEUED (due now)
+ *     │  │              └──cancel (by a person)──▶ CANCELLED, with its QUEUED/WAITING descendants
  *     │  └──cancel──▶ CANCELLED
  *     └──────retry (by a person)──── DEAD | CANCELLED
+ *            (and DEAD ──a failed child of it, retried by a person, ends DONE──▶ QUEUED)
  *
  * Every arrow is one SQL statement in src/store/jobs.ts (those a person takes, cancel and retry,
- * in src/store/admin.ts). The arrows out of RUNNING are fenced: they apply only where locked_by
+ * in src/store/admin.ts; the fan-in, WAITING → QUEUED, is a fragment of every statement that ends
+ * a child: src/store/steps.ts). The arrows out of RUNNING are fenced: they apply only where locked_by
  * and attempts still match the worker that claimed the job.
  */
 import type { Backoff } from './backoff.ts';
@@ -25,9 +33,9 @@ import type { JobStatus } from './types.ts';
 /** Every arrow above; test/runtime/transitions.test.ts checks that the SQL takes exactly these. */
 export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   QUEUED: ['RUNNING', 'CANCELLED'],
-  RUNNING: ['DONE', 'QUEUED', 'DEAD', 'CANCELLED'],
-  // Durable steps (issue 15, migration 012): to be filled in with the statements that take them.
-  WAITING: [],
+  RUNNING: ['DONE', 'QUEUED', 'WAITING', 'DEAD', 'CANCELLED'],
+  // Durable steps (issue 15, migration 012): a parent waiting for the children it invoked.
+  WAITING: ['QUEUED', 'CANCELLED'],
   DONE: [],
   DEAD: ['QUEUED'],
   CANCELLED: ['QUEUED'],
@@ -41,7 +49,15 @@ export type Outcome =
   | { kind: 'dead'; error: string }
   | { kind: 'cancelled'; error: string }
   /** Stopped by the worker (deadline, shutdown) and put back due now, without spending the attempt. */
-  | { kind: 'release'; error: string };
+  | { kind: 'release'; error: string }
+  /**
+   * Durable steps (src/runtime/steps.ts): the handler left the invocation on its own — a sleep
+   * (QUEUED at `runAt`, database time as ISO text) or a yield between steps near the deadline
+   * (`runAt` null: due now). The attempt is given back; last_error is kept.
+   */
+  | { kind: 'suspend'; runAt: string | null }
+  /** ctx.invoke: WAITING until the children end (QUEUED at once if they all have). The attempt is given back. */
+  | { kind: 'wait' };
 
 export function done(result: unknown, state?: { value: unknown }): Outcome {
   return { kind: 'done', result: result === undefined ? null : result, ...(state && { state }) };
@@ -83,7 +99,10 @@ export function statusAfter(outcome: Outcome): JobStatus {
       return 'DONE';
     case 'retry':
     case 'release':
+    case 'suspend':
       return 'QUEUED';
+    case 'wait':
+      return 'WAITING';
     case 'dead':
       return 'DEAD';
     case 'cancelled':

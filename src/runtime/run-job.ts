@@ -4,11 +4,14 @@
  * the job's outcome is decided then, and whatever the handler does later is ignored.
  */
 import { describeError } from '../core/errors.ts';
-import { findUnstorableJson } from '../core/json.ts';
 import { cancelled, dead, done, failed, released, type Outcome } from '../core/state.ts';
 import type { Job } from '../core/types.ts';
+import type { Clock } from '../store/clock.ts';
+import type { Sql } from '../store/sql.ts';
 import type { EnqueueInput } from './enqueue.ts';
+import { createStepRuntime, type StoredStep } from './steps.ts';
 import { createProgressSlot, type ProgressSlot } from './progress.ts';
+import { toStoredJson } from './stored-json.ts';
 import type { TaskContext, TaskRegistry } from './task.ts';
 
 /** Why a handler's signal was aborted. */
@@ -17,8 +20,7 @@ export type StopReason = 'timeout' | 'deadline' | 'shutdown' | 'lease-lost' | 'c
 /** How a run ended: an outcome to write, or `lost` (another worker owns the job; write nothing). */
 export type Settled = Outcome | { kind: 'lost' };
 
-/** The largest result (or setState value) a run may store, in bytes of JSON: 1 MiB. */
-export const MAX_RESULT_BYTES = 1024 * 1024;
+export { MAX_RESULT_BYTES } from './stored-json.ts';
 
 export class JobStoppedError extends Error {
   readonly reason: StopReason;
@@ -34,6 +36,14 @@ export interface RunDeps {
   abandonAfterMs: number;
   heartbeat(job: Job): Promise<boolean>;
   enqueue(input: EnqueueInput): Promise<Job>;
+  /** Durable steps (src/runtime/steps.ts) write through these, fenced by the run's lease. */
+  sql: Sql;
+  now: () => Clock;
+  /** The tick's lease settings: a step write extends the lease like a heartbeat. */
+  leaseMs: number;
+  leaseGraceMs: number;
+  /** Milliseconds left before the invocation's deadline, its margin taken off: steps yield before it. */
+  remainingMs(): number;
 }
 
 export interface RunningJob {
@@ -46,8 +56,11 @@ export interface RunningJob {
   progress: ProgressSlot;
 }
 
-export function runJob(job: Job, deps: RunDeps): RunningJob {
+/** `steps`: the job's recorded durable steps, read with its claim (none for a job without steps). */
+export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = []): RunningJob {
   const controller = new AbortController();
+  const startedAt = performance.now();
+  let ended = false;
   const progress = createProgressSlot();
   let reason: StopReason | undefined;
   let finish!: (settled: Settled) => void;
@@ -56,7 +69,7 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
     let finished = false;
     finish = (value) => {
       if (finished) return;
-      finished = true;
+      finished = ended = true;
       clearTimeout(timeoutTimer);
       clearTimeout(abandonTimer);
       resolve(value);
@@ -78,6 +91,8 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
 
   /** Decides the outcome of a handler that threw, given why (or whether) it was stopped. */
   function afterFailure(error: unknown): Settled {
+    const fatal = durable?.fatal();
+    if (fatal && reason !== 'lease-lost') return dead(fatal);
     switch (reason) {
       case 'lease-lost':
         return { kind: 'lost' };
@@ -120,6 +135,9 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
 
   function afterSuccess(value: unknown): Settled {
     if (reason === 'lease-lost') return { kind: 'lost' };
+    // A mistake in the handler's steps (a duplicate id, another order) that it caught: still DEAD.
+    const fatal = durable?.fatal();
+    if (fatal) return dead(fatal);
     const result = toStoredJson(value, 'result', "the handler's result");
     if ('error' in result) return dead(result.error);
     if (!nextState) return done(result.value);
@@ -127,6 +145,41 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
     if ('error' in state) return dead(state.error);
     return done(result.value, { value: state.value });
   }
+
+  /**
+   * Ends the run now with a suspension (a sleep, an invoke, a yield between steps): the handler's
+   * pending step promise never settles, and its signal is aborted for anything still running.
+   */
+  const suspend = (outcome: Outcome): boolean => {
+    if (ended || reason) return false;
+    finish(outcome);
+    controller.abort(new JobStoppedError('deadline', 'the job left the invocation (a durable step suspended it)'));
+    return true;
+  };
+  const durable = task
+    ? createStepRuntime(
+        {
+          sql: deps.sql,
+          now: deps.now,
+          registry: deps.registry,
+          job,
+          signal: controller.signal,
+          leaseMs: deps.leaseMs,
+          leaseGraceMs: deps.leaseGraceMs,
+          remainingMs: deps.remainingMs,
+          elapsedMs: () => performance.now() - startedAt,
+          suspend,
+          leaseLost: () => stop('lease-lost'),
+          heartbeat: async () => {
+            const held = await deps.heartbeat(job);
+            if (!held) stop('lease-lost');
+            return held;
+          },
+          ended: () => ended,
+        },
+        steps,
+      )
+    : undefined;
 
   if (!task) {
     finish(dead(new Error(`unknown task ${JSON.stringify(job.task)}: no handler is registered for it`)));
@@ -152,11 +205,11 @@ export function runJob(job: Job, deps: RunDeps): RunningJob {
           if (job.scheduleName === null) throw new TypeError('setState: this job was not fired by a schedule');
           nextState = { value };
         },
-        // Durable steps (issue 15): being built.
-        step: () => Promise.reject(new Error('ctx.step is not available yet')),
-        sleep: () => Promise.reject(new Error('ctx.sleep is not available yet')),
-        sleepUntil: () => Promise.reject(new Error('ctx.sleepUntil is not available yet')),
-        invoke: () => Promise.reject(new Error('ctx.invoke is not available yet')),
+        // Durable steps (src/runtime/steps.ts).
+        step: (id, fn) => durable!.step(id, fn),
+        sleep: (id, ms) => durable!.sleep(id, ms),
+        sleepUntil: (id, date) => durable!.sleepUntil(id, date),
+        invoke: (id, task, payload) => durable!.invoke(id, task, payload),
       };
       Promise.resolve()
         .then(() => task.handler(payload.data, ctx))
@@ -183,24 +236,4 @@ function stopMessage(reason: StopReason, job: Job): string {
     case 'cancelled':
       return 'cancelled while running';
   }
-}
-
-/**
- * A value as jsonb will hold it: refuse what JSON cannot carry instead of storing a lie, and what
- * jsonb refuses (NUL, lone surrogates), since one such value would fail its whole batch's write.
- */
-function toStoredJson(value: unknown, root: string, what: string): { value: unknown } | { error: Error } {
-  let json: unknown;
-  try {
-    const text: string | undefined = value === undefined ? 'null' : JSON.stringify(value);
-    if (text === undefined) return { error: new Error(`${what} is not JSON-serializable: a ${typeof value}`) };
-    // Too large for one statement would fail its whole batch's write: refused here, alone.
-    const bytes = text.length * 3 <= MAX_RESULT_BYTES ? text.length : new TextEncoder().encode(text).length;
-    if (bytes > MAX_RESULT_BYTES) return { error: new Error(`${what} is ${bytes} bytes as JSON, more than the ${MAX_RESULT_BYTES} allowed (store it elsewhere and return a reference)`) };
-    json = JSON.parse(text);
-  } catch (error) {
-    return { error: new Error(`${what} is not JSON-serializable: ${describeError(error)}`) };
-  }
-  const unstorable = findUnstorableJson(json, [root]);
-  return unstorable ? { error: new Error(`${what} cannot be stored: ${unstorable.message} at ${unstorable.path.join('.')}`) } : { value: json };
 }

@@ -54,9 +54,11 @@ export function toResultRow(job: Job, outcome: Outcome): ResultRow {
     locked_by: job.lockedBy ?? undefined,
     status: statusAfter(outcome) as ResultRow['status'],
     result: outcome.kind === 'done' ? outcome.result : null,
-    error: outcome.kind === 'done' ? null : outcome.error,
+    // A suspension (sleep, wait, a yield between steps) is no error: last_error is kept.
+    error: outcome.kind === 'done' || outcome.kind === 'suspend' || outcome.kind === 'wait' ? null : outcome.error,
     delay_ms: outcome.kind === 'retry' ? outcome.delayMs : 0,
-    release: outcome.kind === 'release',
+    ...(outcome.kind === 'suspend' && outcome.runAt !== null && { run_at: outcome.runAt }),
+    release: outcome.kind === 'release' || outcome.kind === 'suspend' || outcome.kind === 'wait',
     state: outcome.kind === 'done' ? outcome.state : undefined,
   };
 }

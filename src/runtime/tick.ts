@@ -22,6 +22,8 @@ import type { Row, Sql } from '../store/sql.ts';
 import type { Logger, WarnOnce } from './log.ts';
 import { adoptUnkeyedJobs, flowLimits } from './flow-key.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
+import { loadSteps, type StoredStep } from './steps.ts';
+import { released } from '../core/state.ts';
 import { asIds, isRefusal, keyOf, runKey, tally, toResultRow, type PendingResult } from './tick-results.ts';
 import { createWakeup, startClock, yieldToIo } from './tick-timing.ts';
 import type { Tracing } from './tracing.ts';
@@ -69,7 +71,7 @@ export interface TickOptions {
 
 export interface TickDeps {
   sql: Sql;
-  run: Omit<RunDeps, 'heartbeat' | 'abandonAfterMs'>;
+  run: Omit<RunDeps, 'heartbeat' | 'abandonAfterMs' | 'sql' | 'now' | 'leaseMs' | 'leaseGraceMs' | 'remainingMs'>;
   /** The clock passed into SQL: null means the database's now(). Tests pass instants in. */
   now: () => Date | null;
   /**
@@ -168,6 +170,12 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     ...deps.run,
     abandonAfterMs: Math.min(o.abandonAfterMs, o.marginMs / 2),
     heartbeat: async (job) => (await heartbeat([job])).has(keyOf(job)),
+    // Durable steps: their writes are fenced and extend the lease; they yield before the deadline.
+    sql,
+    now,
+    leaseMs: o.leaseMs,
+    leaseGraceMs: LEASE_GRACE_MS,
+    remainingMs: () => deadline - o.marginMs - elapsed(),
   };
 
   // Renews every running job's lease; any job missing from the answer lost its lease.
@@ -187,9 +195,9 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     }
   }, Math.max(100, Math.floor(o.leaseMs / 3)));
 
-  const start = (job: Job) => {
-    const traced = deps.tracing?.runAttempt(job, () => runJob(job, runDeps));
-    const run = traced ?? runJob(job, runDeps);
+  const start = (job: Job, steps?: readonly StoredStep[]) => {
+    const traced = deps.tracing?.runAttempt(job, () => runJob(job, runDeps, steps));
+    const run = traced ?? runJob(job, runDeps, steps);
     const key = keyOf(job);
     running.set(key, run);
     void run.settled.then((settled) => {
@@ -225,7 +233,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   const flush = async (free: number) => {
     // A result that failed to write alone is retried alone, without a claim (see onWriteRefused).
     const isolated = pending[0]?.suspect === true;
-    const batch = isolated ? pending.splice(0, 1) : pending.splice(0);
+    const batch = isolated ? pending.splice(0, 1) : takeBatch(pending);
     const limit = isolated ? 0 : free;
     const token = limit > 0 ? `${workerId}#${(claimNumber += 1)}` : workerId;
     statements += 1;
@@ -242,6 +250,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
         tasks: taskNames,
         staticSchedules: probeSchedules ? deps.staticSchedules : null,
         flowLimits: limits,
+        fanIn: batch.some(({ job }) => job.parentId !== null),
       });
       rows = await sql.query(claim);
     } catch (error) {
@@ -264,11 +273,33 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     if (probeSchedules && summary) scheduleDue = toBool(summary.schedule_due);
     const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map(mapJob);
     counts.claimed += claimed.length;
-    claimed.forEach(start);
+    if (claimed.some((job) => job.stepCount > 0)) await startDurable(claimed);
+    else claimed.forEach((job) => start(job));
     // A job put back due now was invisible to this statement's claim (one snapshot): look again.
-    const requeuedNow = batch.some(({ outcome }) => outcome.kind === 'release' || (outcome.kind === 'retry' && outcome.delayMs === 0));
+    // So may a parent a child's end woke (the fan-in), or one whose children had all ended (wait).
+    const requeuedNow = batch.some(({ job, outcome }) =>
+      outcome.kind === 'release' || outcome.kind === 'wait' || job.parentId !== null || (outcome.kind === 'suspend' && outcome.runAt === null) || (outcome.kind === 'retry' && outcome.delayMs === 0));
     if (limit > 0) queueEmpty = claimed.length < limit && !requeuedNow;
     else if (isolated && requeuedNow) queueEmpty = false;
+  };
+
+  /**
+   * Claimed jobs with durable steps: their recorded steps are read first (one statement for the
+   * batch). If that read fails, those jobs are released (due now, the attempt given back).
+   */
+  const startDurable = async (claimed: readonly Job[]) => {
+    let steps: Map<string, StoredStep[]>;
+    try {
+      steps = await loadSteps(sql, now(), claimed);
+    } catch (error) {
+      deps.log('warn', 'reading the steps of claimed jobs failed; releasing them', { error: String(error) });
+      for (const job of claimed) {
+        if (job.stepCount > 0) pending.push({ job, outcome: released('their steps could not be read') });
+        else start(job);
+      }
+      return;
+    }
+    for (const job of claimed) start(job, steps.get(job.id) ?? []);
   };
 
   /**
@@ -371,6 +402,20 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     await giveBackUnseen();
   }
   return counts;
+}
+
+/**
+ * The results to write now: all of them, except a child's whose parent's result is also pending —
+ * a statement can update a row only once, and the child's fan-in updates its parent: the child's
+ * result waits for the next batch.
+ */
+function takeBatch(pending: PendingResult[]): PendingResult[] {
+  const ids = new Set(pending.map((p) => p.job.id));
+  if (!pending.some((p) => p.job.parentId !== null && ids.has(p.job.parentId))) return pending.splice(0);
+  const later = pending.filter((p) => p.job.parentId !== null && ids.has(p.job.parentId));
+  const now = pending.filter((p) => !later.includes(p));
+  pending.splice(0, pending.length, ...later);
+  return now;
 }
 
 /** A task whose timeout never fits in the budget would wait forever: say so (once). */

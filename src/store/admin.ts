@@ -6,6 +6,7 @@
 import { MS, NOW, clock, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
 import { statement, type Statement } from './sql.ts';
+import { fanInCtes, reopenParentStepCtes } from './steps.ts';
 
 export interface ListJobsParams {
   status: JobStatus | null;
@@ -40,9 +41,9 @@ export function listJobs(p: ListJobsParams): Statement {
  * `applied = true`, or the row as it is with `applied = false` when the UPDATE's state condition
  * did not hold, or no row when the job does not exist. The caller turns these into 200 / 409 / 404.
  */
-function updateOneJob(update: string, values: readonly unknown[]): Statement {
+function updateOneJob(update: string, values: readonly unknown[], more = ''): Statement {
   return statement(
-    `WITH changed AS (${update} RETURNING j.*)
+    `WITH${more ? ' RECURSIVE' : ''} changed AS (${update} RETURNING j.*)${more}
      SELECT true AS applied, changed.* FROM changed
      UNION ALL
      SELECT false AS applied, job.* FROM skiplock.job job
@@ -52,19 +53,46 @@ function updateOneJob(update: string, values: readonly unknown[]): Statement {
 }
 
 /**
- * QUEUED → CANCELLED; a RUNNING job only gets `cancel_requested`, which its worker sees at the
- * next heartbeat (its handler is aborted and the job lands in CANCELLED) and which the reaper
- * honours if that worker is gone. Setting the flag needs no fence: it asks whoever holds the job.
+ * QUEUED or WAITING → CANCELLED; a RUNNING job only gets `cancel_requested`, which its worker sees
+ * at the next heartbeat (its handler is aborted and the job lands in CANCELLED) and which the
+ * reaper honours if that worker is gone. Setting the flag needs no fence: it asks whoever holds the job.
+ *
+ * Durable steps, in the same statement: a job cancelled here (or asked to stop) cancels its
+ * descendants (the children it invoked, theirs, …): QUEUED and WAITING ones end CANCELLED, RUNNING
+ * ones are asked to stop; the invoke steps that waited on them are marked failed (child
+ * CANCELLED) and nobody waits for them any more (pending_children 0). A RUNNING job asked to stop
+ * cannot invoke new children (src/store/steps.ts invokeChildren). A cancelled child reaches its
+ * own parent (fan-in).
  */
 export function cancelJob(p: { now: Clock; id: string }): Statement {
-  return updateOneJob(
-    `UPDATE skiplock.job j SET
-       status = CASE WHEN j.status = 'QUEUED' THEN 'CANCELLED' ELSE j.status END,
-       finished_at = CASE WHEN j.status = 'QUEUED' THEN ${NOW} ELSE j.finished_at END,
+  const cancel = `status = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE j.status END,
+       finished_at = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN ${NOW} ELSE j.finished_at END,
+       pending_children = 0,
        cancel_requested = (j.status = 'RUNNING'),
-       updated_at = ${NOW}
-     WHERE j.id = $2::bigint AND j.status IN ('QUEUED', 'RUNNING')`,
+       updated_at = ${NOW}`;
+  return updateOneJob(
+    `UPDATE skiplock.job j SET ${cancel}
+     WHERE j.id = $2::bigint AND j.status IN ('QUEUED', 'RUNNING', 'WAITING')`,
     [clock(p.now), p.id],
+    `,
+     -- Descendants by job_parent_idx: the children of a cancelled job, and theirs.
+     tree(id) AS (
+       SELECT c.id FROM skiplock.job c WHERE c.parent_id IN (SELECT id FROM changed) AND c.parent_id IS NOT NULL
+       UNION
+       SELECT c.id FROM skiplock.job c JOIN tree t ON c.parent_id = t.id WHERE c.parent_id IS NOT NULL
+     ),
+     descendants AS (
+       UPDATE skiplock.job j SET ${cancel}
+         FROM tree WHERE j.id = tree.id AND j.status IN ('QUEUED', 'RUNNING', 'WAITING')
+       RETURNING j.id, j.status
+     ),
+     orphaned_steps AS (
+       UPDATE skiplock.job_step s SET status = 'failed', child_status = 'CANCELLED', finished_at = ${NOW},
+              error = 'cancelled with its parent job ' || $2::bigint
+        WHERE s.kind = 'invoke' AND s.status = 'waiting'
+          AND s.job_id IN (SELECT id FROM changed UNION ALL SELECT id FROM descendants)
+     ),
+     ${fanInCtes('changed')}`,
   );
 }
 
@@ -88,19 +116,26 @@ export function retryDeadJobs(p: { now: Clock; task: string | null; limit: numbe
      retried AS (
        UPDATE skiplock.job j SET ${RETRIED}
        FROM picked WHERE j.id = picked.id AND j.status = 'DEAD'
-       RETURNING j.id
-     )
+       RETURNING j.id, j.parent_id, j.parent_step
+     ),
+     ${reopenParentStepCtes('retried')}
      SELECT count(*)::int AS retried FROM retried`,
     [clock(p.now), p.task, p.limit],
   );
 }
 
-/** DEAD or CANCELLED → QUEUED, due now, with a fresh set of attempts (last_error is kept). */
+/**
+ * DEAD or CANCELLED → QUEUED, due now, with a fresh set of attempts (last_error is kept). A WAITING
+ * job is not retried (409): it is not finished. A retried child of a WAITING parent is waited for
+ * again (src/store/steps.ts reopenParentStepCtes).
+ */
 export function retryJob(p: { now: Clock; id: string }): Statement {
   return updateOneJob(
     `UPDATE skiplock.job j SET ${RETRIED}
      WHERE j.id = $2::bigint AND j.status IN ('DEAD', 'CANCELLED')`,
     [clock(p.now), p.id],
+    `,
+     ${reopenParentStepCtes('changed')}`,
   );
 }
 

@@ -8,6 +8,7 @@ import { MS, NOW, clock, leaseUntil, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
 import { appendAttempt } from './history.ts';
 import { statement, type Statement } from './sql.ts';
+import { fanInCtes } from './steps.ts';
 
 export interface NewJobRow {
   task: string;
@@ -111,7 +112,12 @@ export interface ResultRow {
   error: string | null;
   /** For status QUEUED: the retry delay after now. */
   delay_ms: number;
-  /** Back to QUEUED without spending the attempt (stopped by the worker, not by the job). */
+  /** For status QUEUED: an absolute due time instead (a ctx.sleep's wake time, database clock). */
+  run_at?: string | null;
+  /**
+   * Back to QUEUED without spending the attempt (stopped by the worker, not by the job; or a
+   * durable job suspending itself). With status WAITING (ctx.invoke) always true.
+   */
   release: boolean;
   /** For status DONE of a job fired by a schedule: the schedule's new recurring state (setState). */
   state?: { value: unknown } | undefined;
@@ -157,6 +163,11 @@ export interface CompleteAndClaimParams {
    * claim. Empty or absent: the statement is the plain one, unchanged.
    */
   flowLimits?: readonly FlowLimitRow[];
+  /**
+   * Some result of this batch is a child's (ctx.invoke: job.parentId): the statement then also
+   * does the fan-in (src/store/steps.ts fanInCtes). Default false: the plain statement.
+   */
+  fanIn?: boolean;
 }
 
 /** One limited task as skiplock.claim_limited reads it (src/runtime/flow-key.ts builds them). */
@@ -192,23 +203,28 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
     `WITH results AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb)
          AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb, locked_by text,
-              progress jsonb, trace text)
+              progress jsonb, trace text, run_at timestamptz)
      ),
      -- A retry or a release of a job whose cancel was asked while it ran ends CANCELLED (the
      -- attempt is kept: it ran); a cancel must not be dropped because the attempt failed.
      written AS (
        UPDATE skiplock.job j SET
-         status = CASE WHEN r.status = 'QUEUED' AND j.cancel_requested THEN 'CANCELLED' ELSE r.status END,
+         -- WAITING (ctx.invoke): QUEUED at once when the children ended before this write (their
+         -- ends only counted down: this row was RUNNING then), by the counter or by the step rows.
+         status = CASE WHEN r.status IN ('QUEUED', 'WAITING') AND j.cancel_requested THEN 'CANCELLED'
+                       WHEN r.status = 'WAITING' AND (j.pending_children <= 0 OR NOT EXISTS (
+                              SELECT 1 FROM skiplock.job_step s WHERE s.job_id = j.id AND s.status = 'waiting')) THEN 'QUEUED'
+                       ELSE r.status END,
          attempts = CASE WHEN r.release AND NOT j.cancel_requested THEN j.attempts - 1 ELSE j.attempts END,
          result = CASE WHEN r.status = 'DONE' THEN r.result END,
          last_error = coalesce(r.error, j.last_error),
-         run_at = CASE WHEN r.status = 'QUEUED' AND NOT j.cancel_requested THEN ${NOW} + r.delay_ms ${MS} ELSE j.run_at END,
-         finished_at = CASE WHEN r.status = 'QUEUED' AND NOT j.cancel_requested THEN NULL ELSE ${NOW} END,
+         run_at = CASE WHEN r.status IN ('QUEUED', 'WAITING') AND NOT j.cancel_requested THEN coalesce(r.run_at, ${NOW} + r.delay_ms ${MS}) ELSE j.run_at END,
+         finished_at = CASE WHEN r.status IN ('QUEUED', 'WAITING') AND NOT j.cancel_requested THEN NULL ELSE ${NOW} END,
          locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW},
          progress = coalesce(r.progress -> 'value', j.progress),
          -- src/store/history.ts: this attempt's entry, by the statement that writes its outcome
          history = ${appendAttempt({
-           outcome: `CASE WHEN r.status = 'QUEUED' THEN CASE WHEN j.cancel_requested THEN 'cancelled' WHEN r.release THEN 'released' ELSE 'retry' END ELSE lower(r.status) END`,
+           outcome: `CASE WHEN r.status IN ('QUEUED', 'WAITING') THEN CASE WHEN j.cancel_requested THEN 'cancelled' WHEN r.release THEN 'released' ELSE 'retry' END ELSE lower(r.status) END`,
            error: 'r.error',
            progress: `coalesce(r.progress -> 'value', j.progress)`,
            traceparent: 'r.trace',
@@ -216,8 +232,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
        FROM results r
        WHERE j.id = ANY (ARRAY(SELECT id FROM results)) AND j.id = r.id
          AND j.status = 'RUNNING' AND j.locked_by = coalesce(r.locked_by, $2) AND j.attempts = r.attempt
-       RETURNING j.id, j.status, j.schedule_name, j.schedule_state
-     ),
+       RETURNING j.id, j.status, j.schedule_name, j.schedule_state${p.fanIn ? ', j.result, j.last_error, j.parent_id, j.parent_step' : ''}
+     ),${p.fanIn ? `\n     ${fanInCtes('written')},` : ''}
      -- A schedule's recurring state, only with a result that was written (so fenced like it), and
      -- only if the state is still the one the job read when it fired (no lost update).
      schedule_state AS (
@@ -289,18 +305,23 @@ const CLAIM_LIMITED = `limited AS MATERIALIZED (
  */
 export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: readonly string[] }): Statement {
   return statement(
-    `UPDATE skiplock.job j SET
-       status = CASE WHEN j.cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
-       attempts = CASE WHEN j.cancel_requested THEN j.attempts ELSE j.attempts - 1 END,
-       run_at = CASE WHEN j.cancel_requested THEN j.run_at ELSE ${NOW} END,
-       finished_at = CASE WHEN j.cancel_requested THEN ${NOW} END,
-       history = ${appendAttempt({
-         outcome: `CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'released' END`,
-         error: `'claimed by a statement whose answer was lost: given back before it ran'`,
-       })},
-       locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
-     WHERE j.status = 'RUNNING' AND (j.locked_by = $2 OR starts_with(j.locked_by, $2 || '#')) AND NOT (j.id = ANY ($3::bigint[]))
-     RETURNING j.id::text AS id`,
+    `WITH released AS (
+       UPDATE skiplock.job j SET
+         status = CASE WHEN j.cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
+         attempts = CASE WHEN j.cancel_requested THEN j.attempts ELSE j.attempts - 1 END,
+         run_at = CASE WHEN j.cancel_requested THEN j.run_at ELSE ${NOW} END,
+         finished_at = CASE WHEN j.cancel_requested THEN ${NOW} END,
+         history = ${appendAttempt({
+           outcome: `CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'released' END`,
+           error: `'claimed by a statement whose answer was lost: given back before it ran'`,
+         })},
+         locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
+       WHERE j.status = 'RUNNING' AND (j.locked_by = $2 OR starts_with(j.locked_by, $2 || '#')) AND NOT (j.id = ANY ($3::bigint[]))
+       RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
+     ),
+     -- A child cancelled here reaches its parent (src/store/steps.ts).
+     ${fanInCtes('released')}
+     SELECT id::text AS id FROM released`,
     [clock(p.now), p.workerId, p.known],
   );
 }
@@ -335,7 +356,8 @@ export function extendLeases(p: {
 
 /**
  * The reaper: RUNNING jobs whose lease expired go back to QUEUED, due now; to DEAD when their
- * attempts are exhausted; to CANCELLED when a cancel was requested.
+ * attempts are exhausted; to CANCELLED when a cancel was requested. Durable jobs are reaped like
+ * any other: their completed steps are stored, so the next run skips them.
  */
 export function reapExpiredLeases(p: { now: Clock; limit: number }): Statement {
   return statement(
@@ -360,8 +382,11 @@ export function reapExpiredLeases(p: { now: Clock; limit: number }): Statement {
          run_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN j.run_at ELSE ${NOW} END,
          locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
        FROM expired WHERE j.id = expired.id
-       RETURNING j.id, j.status
-     )
+       RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
+     ),
+     -- A child that ends DEAD or CANCELLED here reaches its parent (src/store/steps.ts). The reaper
+     -- never sees WAITING jobs: they hold no lease.
+     ${fanInCtes('reaped')}
      SELECT count(*)::int AS reaped, count(*) FILTER (WHERE status = 'DEAD')::int AS dead FROM reaped`,
     [clock(p.now), p.limit],
   );

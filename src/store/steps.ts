@@ -1,10 +1,241 @@
 /**
  * Durable steps (migrations/012_durable_steps.sql): the statements that read and write
- * skiplock.job_step. Writes are fenced by the job's locked_by + attempts, as every result is.
+ * skiplock.job_step. Writes are fenced by the job's locked_by + attempts, as every result is, and
+ * each also extends the job's lease (a step write is a heartbeat).
+ *
+ * The fan-in (fanInCtes) and the reopening of a retried child's step (reopenParentStepCtes) are
+ * fragments that every statement ending or retrying a job puts in its own WITH, so a child's end
+ * reaches its parent in the same statement.
  */
+import { MS, NOW, clock, leaseUntil, type Clock } from './clock.ts';
+import type { NewJobRow } from './jobs.ts';
 import { statement, type Statement } from './sql.ts';
 
 /** The steps of these jobs, in the order their handlers reached them. */
 export function listJobSteps(p: { jobIds: readonly string[] }): Statement {
   return statement(`SELECT s.* FROM skiplock.job_step s WHERE s.job_id = ANY ($1::bigint[]) ORDER BY s.job_id, s.seq`, [p.jobIds]);
+}
+
+/**
+ * The steps of jobs just claimed, for their runs (the tick sends it only for claimed jobs whose
+ * step_count > 0). Sleeps whose wake time has passed are marked done by the same statement: a fact
+ * of the clock, whoever holds the job, so it needs no fence.
+ */
+export function readStepsForRun(p: { now: Clock; jobIds: readonly string[] }): Statement {
+  return statement(
+    `WITH woke AS (
+       UPDATE skiplock.job_step s SET status = 'done', finished_at = s.wake_at
+        WHERE s.job_id = ANY ($2::bigint[]) AND s.kind = 'sleep' AND s.status = 'sleeping' AND s.wake_at <= ${NOW}
+       RETURNING s.job_id, s.id
+     )
+     SELECT s.job_id::text AS job_id, s.id, s.seq, s.kind, CASE WHEN w.id IS NULL THEN s.status ELSE 'done' END AS status,
+            s.output, s.error, s.duration_ms, s.wake_at, s.child_id::text AS child_id, s.child_task, s.child_status
+       FROM skiplock.job_step s LEFT JOIN woke w ON w.job_id = s.job_id AND w.id = s.id
+      WHERE s.job_id = ANY ($2::bigint[])
+      ORDER BY s.job_id, s.seq`,
+    [clock(p.now), p.jobIds],
+  );
+}
+
+/** Who may write a job's steps: the run that holds it (as a result write is fenced). */
+export interface StepFence {
+  now: Clock;
+  jobId: string;
+  lockedBy: string;
+  attempt: number;
+  /** The tick's lease settings: the write extends the lease like a heartbeat. */
+  leaseMs: number;
+  leaseGraceMs: number;
+}
+
+/**
+ * `fence AS (...)`: the job's row, still RUNNING under this run's lease, with step_count and
+ * pending_children bumped and the lease extended; no row when the lease was lost. To invoke
+ * children, also not asked to stop: a cancel cascades to the children a job has, so it must not
+ * get new ones. Parameters $1 (clock) to $6; the caller's own start at $7.
+ */
+function fenceCte(steps: string, children = '0'): string {
+  return `fence AS (
+       UPDATE skiplock.job j SET step_count = j.step_count + ${steps}, pending_children = j.pending_children + ${children},
+              locked_until = greatest(j.locked_until, ${leaseUntil('$6', '$5')}), updated_at = ${NOW}
+        WHERE j.id = $2::bigint AND j.status = 'RUNNING' AND j.locked_by = $3 AND j.attempts = $4
+          ${children === '0' ? '' : 'AND NOT j.cancel_requested'}
+       RETURNING j.id
+     )`;
+}
+const fenceValues = (f: StepFence) => [clock(f.now), f.jobId, f.lockedBy, f.attempt, f.leaseMs, f.leaseGraceMs];
+
+/**
+ * A ctx.step's outcome: done with its output, or failed with its error (attempts + 1 either way),
+ * inserted or — a step that failed before — updated. `isNew` bumps the job's step_count. Answers
+ * one row, `held`: 1 when written, 0 when the lease was lost (nothing written).
+ */
+export function writeStep(p: StepFence & {
+  id: string;
+  seq: number;
+  isNew: boolean;
+  status: 'done' | 'failed';
+  /** JSON text of the output (done), or null. */
+  output: string | null;
+  error: string | null;
+  durationMs: number;
+}): Statement {
+  return statement(
+    `WITH ${fenceCte('$8::int')},
+     written AS (
+       INSERT INTO skiplock.job_step AS s (job_id, id, seq, kind, status, output, error, attempts, started_at, finished_at, duration_ms)
+       SELECT f.id, $7, $9, 'step', $10, $11::jsonb, $12, 1, ${NOW} - $13::int ${MS}, ${NOW}, $13::int FROM fence f
+       ON CONFLICT (job_id, id) DO UPDATE SET status = excluded.status, output = excluded.output, error = excluded.error,
+          attempts = s.attempts + 1, started_at = excluded.started_at, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms
+       RETURNING 1
+     )
+     SELECT count(*)::int AS held FROM fence`,
+    [...fenceValues(p), p.id, p.isNew ? 1 : 0, p.seq, p.status, p.output, p.error, Math.min(2_147_483_647, Math.max(0, Math.round(p.durationMs)))],
+  );
+}
+
+/**
+ * A ctx.sleep reached for the first time: its row, waking at `until` (absolute) or `ms` after now.
+ * Answers the wake time and the row's status ('done' when already due: a sleep of 0), or no row
+ * when the lease was lost.
+ */
+export function writeSleep(p: StepFence & { id: string; seq: number; until: string | null; ms: number }): Statement {
+  return statement(
+    `WITH ${fenceCte('1')},
+     wake AS (SELECT coalesce($9::timestamptz, ${NOW} + $10::bigint ${MS}) AS at)
+     INSERT INTO skiplock.job_step (job_id, id, seq, kind, status, attempts, started_at, finished_at, wake_at)
+     SELECT f.id, $7, $8, 'sleep', CASE WHEN w.at <= ${NOW} THEN 'done' ELSE 'sleeping' END, 0, ${NOW},
+            CASE WHEN w.at <= ${NOW} THEN ${NOW} END, w.at
+       FROM fence f, wake w
+     RETURNING wake_at, status`,
+    [...fenceValues(p), p.id, p.seq, p.until, Math.round(p.ms)],
+  );
+}
+
+/** One child of ctx.invoke: the row an enqueue would insert (prepareEnqueue), and its step. */
+export interface InvokeRow {
+  step: string;
+  seq: number;
+  job: NewJobRow;
+}
+
+/**
+ * The invokes a handler reached together (Promise.all), in one statement: the child jobs (with
+ * parent_id and parent_step), their step rows (waiting), and the parent's pending_children and
+ * step_count bumped by their number — or nothing at all when the lease was lost or a cancel was
+ * asked. Answers one row per child: its id and step.
+ */
+export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }): Statement {
+  return statement(
+    `WITH ${fenceCte('$8::int', '$8::int')},
+     input AS MATERIALIZED (
+       SELECT * FROM jsonb_to_recordset($7::jsonb) AS i(
+         ord int, step text, seq int, task text, payload jsonb, priority smallint, delay_ms bigint, max_attempts int, timeout_ms int,
+         traceparent text, flow_key text, rate_key text)
+     ),
+     children AS (
+       INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, flow_key, rate_key,
+                                      created_at, updated_at, traceparent, parent_id, parent_step)
+       SELECT i.task, i.payload, i.priority, ${NOW} + i.delay_ms ${MS}, i.max_attempts, i.timeout_ms, i.flow_key, i.rate_key,
+              ${NOW}, ${NOW}, i.traceparent, f.id, i.step
+         FROM input i CROSS JOIN fence f ORDER BY i.ord
+       RETURNING j.id, j.task, j.parent_id, j.parent_step
+     ),
+     steps AS (
+       INSERT INTO skiplock.job_step (job_id, id, seq, kind, status, attempts, started_at, child_id, child_task)
+       SELECT c.parent_id, c.parent_step, i.seq, 'invoke', 'waiting', 0, ${NOW}, c.id, c.task
+         FROM children c JOIN input i ON i.step = c.parent_step
+     )
+     SELECT c.id::text AS id, c.parent_step AS step FROM children c`,
+    [
+      ...fenceValues(p),
+      JSON.stringify(p.children.map((c, ord) => ({
+        ord, step: c.step, seq: c.seq, task: c.job.task, payload: c.job.payload, priority: c.job.priority, delay_ms: c.job.delay_ms,
+        max_attempts: c.job.max_attempts, timeout_ms: c.job.timeout_ms, traceparent: c.job.traceparent ?? null,
+        flow_key: c.job.flow_key ?? null, rate_key: c.job.rate_key ?? null,
+      }))),
+      p.children.length,
+    ],
+  );
+}
+
+/**
+ * The fan-in, as CTEs for the WITH of a statement that ends jobs (the result write, the reaper,
+ * the release of unseen claims, a person's cancel). `ended` names a CTE of that statement that
+ * returns the jobs it changed, with their new status, result, last_error, parent_id and
+ * parent_step; those that ended (DONE, DEAD, CANCELLED) with a parent reach it here:
+ *   - the parent's invoke step (still waiting) records the child's result or error, and the
+ *     parent's pending_children goes down; the parent WAITING goes QUEUED, due now, when none is
+ *     left — by the counter (the parent's row lock orders concurrent ends: one of them sees 0),
+ *     or when no other invoke step of it is still waiting (a decrement lost to a second update of
+ *     the parent's row in one statement, e.g. its claim, can never leave it waiting for ever);
+ *   - a child retried by a person after its parent went DEAD of it: when it ends again, the
+ *     step records it again, and the DEAD parent goes QUEUED (attempts reset, as a person's
+ *     retry does) when the child is now DONE. A QUEUED parent (retried by a person too) gets the
+ *     new outcome for its next run. A RUNNING, DONE or CANCELLED parent is left as it is.
+ * Inside one statement a row can only be updated once: the caller never ends a job and its
+ * parent in the same statement (the tick writes a child's result in the next batch).
+ * Costs nothing measurable when no ended job has a parent (empty CTEs).
+ */
+export function fanInCtes(ended: string): string {
+  const stepSet = `status = CASE WHEN e.status = 'DONE' THEN 'done' ELSE 'failed' END,
+         output = CASE WHEN e.status = 'DONE' THEN e.result END,
+         error = CASE WHEN e.status = 'DONE' THEN NULL ELSE coalesce(e.last_error, 'the child job was ' || lower(e.status)) END,
+         child_status = e.status, finished_at = ${NOW},
+         duration_ms = least(greatest(round(extract(epoch FROM ${NOW} - s.started_at) * 1000), 0), 2147483647)::int`;
+  return `fan_ended AS MATERIALIZED (
+       SELECT e.id, e.status, e.result, e.last_error, e.parent_id, e.parent_step FROM ${ended} e
+        WHERE e.parent_id IS NOT NULL AND e.status IN ('DONE', 'DEAD', 'CANCELLED')
+     ),
+     fan_waiting AS (
+       UPDATE skiplock.job_step s SET ${stepSet}
+         FROM fan_ended e
+        WHERE s.job_id = e.parent_id AND s.id = e.parent_step AND s.child_id = e.id AND s.status = 'waiting'
+       RETURNING s.job_id
+     ),
+     fan_again AS (
+       UPDATE skiplock.job_step s SET ${stepSet}
+         FROM fan_ended e JOIN skiplock.job p ON p.id = e.parent_id
+        WHERE s.job_id = e.parent_id AND s.id = e.parent_step AND s.child_id = e.id AND s.status = 'failed' AND p.status IN ('DEAD', 'QUEUED')
+       RETURNING s.job_id, s.status
+     ),
+     fan_parents AS (
+       UPDATE skiplock.job p SET
+         pending_children = greatest(p.pending_children - n.waiting, 0),
+         status = CASE WHEN p.status = 'WAITING' AND n.waiting > 0 AND (p.pending_children - n.waiting <= 0 OR NOT EXISTS (
+                          SELECT 1 FROM skiplock.job_step o WHERE o.job_id = p.id AND o.status = 'waiting'
+                             AND NOT EXISTS (SELECT 1 FROM fan_ended e WHERE e.id = o.child_id))) THEN 'QUEUED'
+                       WHEN p.status = 'DEAD' AND n.revived > 0 THEN 'QUEUED'
+                       ELSE p.status END,
+         attempts = CASE WHEN p.status = 'DEAD' AND n.revived > 0 THEN 0 ELSE p.attempts END,
+         finished_at = CASE WHEN p.status = 'DEAD' AND n.revived > 0 THEN NULL ELSE p.finished_at END,
+         run_at = CASE WHEN p.status = 'WAITING' OR (p.status = 'DEAD' AND n.revived > 0) THEN ${NOW} ELSE p.run_at END,
+         updated_at = ${NOW}
+       FROM (SELECT x.job_id, count(*) FILTER (WHERE x.w)::int AS waiting, count(*) FILTER (WHERE NOT x.w)::int AS revived
+               FROM (SELECT job_id, true AS w FROM fan_waiting UNION ALL SELECT job_id, false FROM fan_again WHERE status = 'done') x
+              GROUP BY x.job_id) n
+      WHERE p.id = n.job_id
+     )`;
+}
+
+/**
+ * For a person's retry: `retried` names a CTE returning the retried jobs (id, parent_id,
+ * parent_step). A retried child whose parent is WAITING (for its other children) has its invoke
+ * step set back to waiting and counted in pending_children again, so the parent waits for this
+ * child's new end instead of waking to its old failure. (A parent in another state keeps the
+ * failed step; the child's next end still reaches it: see fanInCtes.)
+ */
+export function reopenParentStepCtes(retried: string): string {
+  return `reopened AS (
+       UPDATE skiplock.job_step s SET status = 'waiting', output = NULL, error = NULL, child_status = NULL, finished_at = NULL, duration_ms = NULL
+         FROM ${retried} r JOIN skiplock.job p ON p.id = r.parent_id
+        WHERE r.parent_id IS NOT NULL AND s.job_id = r.parent_id AND s.id = r.parent_step AND s.child_id = r.id
+          AND s.status = 'failed' AND p.status = 'WAITING'
+       RETURNING s.job_id
+     ),
+     reopened_parents AS (
+       UPDATE skiplock.job p SET pending_children = p.pending_children + n.n, updated_at = ${NOW}
+         FROM (SELECT job_id, count(*)::int AS n FROM reopened GROUP BY job_id) n
+        WHERE p.id = n.job_id
+     )`;
 }

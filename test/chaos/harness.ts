@@ -19,6 +19,11 @@ import { seededRandom } from './random.ts';
 
 export interface ChaosOptions {
   jobs: number;
+  /**
+   * Durable-step jobs (task chaos-steps in worker.ts: a step, a sleep, two invoked children, a
+   * step), besides `jobs`. Default 0.
+   */
+  stepJobs?: number;
   workers: number;
   seed: number;
   /** Mean time between SIGKILLs of a random worker (ms); 0 = none. */
@@ -54,6 +59,17 @@ export interface ChaosReport {
   duplicateSideEffects: number;
   duplicateExecutions: number;
   staleOverwrites: number;
+  /** Durable-step jobs DONE (of stepJobs), their children DONE, and what went wrong with them (all must be 0). */
+  stepJobsDone: number;
+  stepChildrenDone: number;
+  /** Steps or children whose keyed side effect is missing, or a step job not DONE. */
+  stepLost: number;
+  /** Invoke steps still waiting on a child that ended (a fan-in that never happened), or jobs left WAITING. */
+  stepStuck: number;
+  /** Step jobs whose result came from another run than the one that finished them. */
+  stepStaleOverwrites: number;
+  /** Runs of a step's fn beyond the first (a crash between the fn and its write): at-least-once. */
+  stepReruns: number;
   /** Per-second cron instants between the first and the last firing that fired other than once. */
   cronInstantsNotOnce: number;
   cronFirings: number;
@@ -88,6 +104,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     await migrate(admin, await loadMigrations());
     await admin.query(statement(`CREATE TABLE chaos_ledger (key text PRIMARY KEY, job_id bigint NOT NULL)`));
     await admin.query(statement(`CREATE TABLE chaos_execution (job_id bigint NOT NULL, attempt int NOT NULL, worker text NOT NULL)`));
+    await admin.query(statement(`CREATE TABLE chaos_step_ledger (key text PRIMARY KEY, job_id bigint NOT NULL)`));
+    await admin.query(statement(`CREATE TABLE chaos_step_execution (key text NOT NULL)`));
+    if ((o.stepJobs ?? 0) > 0) {
+      await admin.query(statement(
+        `INSERT INTO skiplock.job (task, payload, max_attempts, timeout_ms) SELECT 'chaos-steps', jsonb_build_object('n', g), 1000, 2000 FROM generate_series(1, $1::int) g`,
+        [o.stepJobs],
+      ));
+    }
     for (let i = 0; i < o.jobs; i += 1000) {
       const n = Math.min(1000, o.jobs - i);
       await admin.query(statement(
@@ -131,8 +155,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (let i = 0; i < o.workers; i++) spawnWorker();
 
     const countDone = async () => {
-      const [row] = await admin.query(statement(`SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done FROM skiplock.job WHERE task = 'chaos'`));
-      return Number(row!.done);
+      const [row] = await admin.query(statement(
+        `SELECT count(*) FILTER (WHERE task = 'chaos' AND status = 'DONE')::int AS done,
+                count(*) FILTER (WHERE task = 'chaos-steps' AND status <> 'DONE')::int AS steps_left
+           FROM skiplock.job WHERE task IN ('chaos', 'chaos-steps')`,
+      ));
+      // The step jobs count as the last chaos job until they are all DONE.
+      return Number(row!.done) - (Number(row!.steps_left) > 0 && Number(row!.done) === o.jobs ? 1 : 0);
     };
 
     let nextKill = performance.now() + o.killEveryMs * (0.5 + rng());
@@ -218,6 +247,21 @@ async function verify(sql: Sql, o: ChaosOptions) {
        FROM skiplock.cron_firing f WHERE f.schedule_name = 'chaos-every-second'`,
   ));
   const c = cron!;
+  const [steps] = await sql.query(statement(
+    `SELECT
+       count(*) FILTER (WHERE task = 'chaos-steps' AND status = 'DONE')::int AS done,
+       count(*) FILTER (WHERE task = 'chaos-steps' AND status <> 'DONE')::int AS not_done,
+       count(*) FILTER (WHERE task = 'chaos-child' AND status = 'DONE')::int AS children_done,
+       count(*) FILTER (WHERE status = 'WAITING')::int AS waiting,
+       count(*) FILTER (WHERE task = 'chaos-steps' AND status = 'DONE' AND (result->>'attempt')::int <> attempts)::int AS stale,
+       (SELECT count(*)::int FROM skiplock.job_step s JOIN skiplock.job k ON k.id = s.child_id
+         WHERE s.status = 'waiting' AND k.status IN ('DONE', 'DEAD', 'CANCELLED')) AS unfanned,
+       (SELECT count(*)::int FROM chaos_step_ledger) AS effects,
+       (SELECT count(*)::int - count(DISTINCT key) FROM chaos_step_execution) AS reruns
+     FROM skiplock.job WHERE task IN ('chaos-steps', 'chaos-child')`,
+  ));
+  const st = steps!;
+  const stepJobs = o.stepJobs ?? 0;
   const cronInstantsNotOnce =
     Number(c.expected) - Number(c.instants) + (Number(c.firings) - Number(c.instants)) + Math.abs(Number(c.scheduled_jobs) - Number(c.jobs)) + (Number(c.firings) - Number(c.jobs));
   return {
@@ -233,6 +277,13 @@ async function verify(sql: Sql, o: ChaosOptions) {
     duplicateSideEffects: Number(r.duplicate_side_effects),
     duplicateExecutions: Number(r.duplicate_executions),
     staleOverwrites: Number(r.stale_overwrites),
+    stepJobsDone: Number(st.done),
+    stepChildrenDone: Number(st.children_done),
+    // Each step job: steps a and b, and two children, each with its keyed effect.
+    stepLost: Number(st.not_done) + (4 * stepJobs - Number(st.effects)),
+    stepStuck: Number(st.waiting) + Number(st.unfanned),
+    stepStaleOverwrites: Number(st.stale),
+    stepReruns: Number(st.reruns),
   };
 }
 

@@ -16,6 +16,7 @@ for (let run = 0; run < Number(values.runs); run++) {
   const seed = Number(values.seed) + run;
   const report = await runChaos({
     jobs: Number(values.jobs),
+    stepJobs: Math.round(Number(values.jobs) / 10),
     workers: Number(values.workers),
     seed,
     killEveryMs: 1_500,
@@ -29,7 +30,7 @@ for (let run = 0; run < Number(values.runs); run++) {
     timeoutMs: 15 * 60_000,
     log: (line) => console.log(`  ${line}`),
   });
-  const ok = report.lost === 0 && report.stuckRunning === 0 && report.duplicateSideEffects === 0 && report.staleOverwrites === 0 && report.dead === 0 && report.cronInstantsNotOnce === 0;
+  const ok = report.lost === 0 && report.stuckRunning === 0 && report.duplicateSideEffects === 0 && report.staleOverwrites === 0 && report.dead === 0 && report.cronInstantsNotOnce === 0 && report.stepLost === 0 && report.stepStuck === 0 && report.stepStaleOverwrites === 0;
   failed ||= !ok;
   console.log(`${ok ? 'GREEN' : 'RED'} run ${run + 1} (seed ${seed})`);
   console.table(report);

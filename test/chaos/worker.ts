@@ -72,11 +72,57 @@ export const chaosTask = defineTask({
   },
 });
 
+/** A side effect made idempotent by its step's key; every run of the fn is counted too. */
+async function keyedEffect(key: string, jobId: string) {
+  await sql.query(statement(`INSERT INTO chaos_step_execution (key) VALUES ($1)`, [key]));
+  await sql.query(statement(`INSERT INTO chaos_step_ledger (key, job_id) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [key, jobId]));
+}
+
+export const chaosChild = defineTask({
+  name: 'chaos-child',
+  payload: z.object({ n: z.number().int() }),
+  timeoutMs: 2_000,
+  maxAttempts: 1000,
+  backoff: { baseMs: 50, maxMs: 500 },
+  async handler(payload, ctx) {
+    if (rng() < faults.killMidHandler) die('in the middle of a child');
+    await keyedEffect(ctx.idempotencyKey, ctx.job.id);
+    return payload.n;
+  },
+});
+
+/** A durable job: a step, a sleep (it leaves the invocation), two children awaited together, a step. */
+export const chaosSteps = defineTask({
+  name: 'chaos-steps',
+  payload: z.object({ n: z.number().int() }),
+  timeoutMs: 2_000,
+  maxAttempts: 1000,
+  backoff: { baseMs: 50, maxMs: 500 },
+  async handler(payload, ctx) {
+    const a = await ctx.step('a', async (s) => {
+      if (rng() < faults.killMidHandler * 5) die('inside a step');
+      await keyedEffect(s.idempotencyKey, ctx.job.id);
+      return payload.n;
+    });
+    await ctx.sleep('nap', Math.floor(rng() * 100));
+    const children = await Promise.all([
+      ctx.invoke<number>('left', 'chaos-child', { n: payload.n * 2 }),
+      ctx.invoke<number>('right', 'chaos-child', { n: payload.n * 2 + 1 }),
+    ]);
+    if (children[0] !== payload.n * 2 || children[1] !== payload.n * 2 + 1) throw new Error(`wrong child results ${JSON.stringify(children)}`);
+    const b = await ctx.step('b', async (s) => {
+      await keyedEffect(s.idempotencyKey, ctx.job.id);
+      return a + children[0]! + children[1]!;
+    });
+    return { attempt: ctx.attempt, b };
+  },
+});
+
 // Every worker fires the same per-second schedule: duplicate and overlapping cron triggers.
 const tickTask = defineTask({ name: 'chaos-cron', payload: z.object({}), timeoutMs: 1_000, maxAttempts: 1000, backoff: { baseMs: 50 }, handler: () => null });
 const schedules = [defineSchedule({ name: 'chaos-every-second', cron: '* * * * * *', task: tickTask, catchUp: 'all' })];
 
-const skiplock = createSkiplock({ sql, tasks: [chaosTask, tickTask], schedules, log: process.env.CHAOS_DEBUG ? (level, message, fields) => console.error(level, message, fields) : () => {} });
+const skiplock = createSkiplock({ sql, tasks: [chaosTask, chaosSteps, chaosChild, tickTask], schedules, log: process.env.CHAOS_DEBUG ? (level, message, fields) => console.error(level, message, fields) : () => {} });
 let stopping = false;
 const controller = new AbortController();
 process.on('SIGTERM', () => {

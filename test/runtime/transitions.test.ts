@@ -1,7 +1,8 @@
 /**
  * The state machine of src/core/state.ts is what the SQL does: a trigger records every status
  * change the statements make while a workload walks every path (claim, done, retry, dead,
- * release, cancel while QUEUED and while RUNNING, retry by a person, the reaper), and each one
+ * release, cancel while QUEUED and while RUNNING, retry by a person, the reaper, a parent waiting
+ * for the child it invoked and woken by it, a waiting parent cancelled), and each one
  * must be an arrow of TRANSITIONS — and each arrow must have been taken.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -45,10 +46,20 @@ test('every status change the statements make is an arrow of TRANSITIONS, and ev
         ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason));
       }) }),
   ];
-  const skiplock = createSkiplock({ sql: db.sql, tasks, log: () => {} });
+  const steps = [
+    // RUNNING → WAITING, then WAITING → QUEUED when its child ends (the fan-in).
+    defineTask({ name: 'parent', payload: z.object({}), handler: async (_p, ctx) => ctx.invoke('child', 'ok', {}) }),
+    // WAITING → CANCELLED: its child's task is paused, so it waits until a person cancels it.
+    defineTask({ name: 'stuck-parent', payload: z.object({}), handler: async (_p, ctx) => ctx.invoke('child', 'paused', {}) }),
+    defineTask({ name: 'paused', payload: z.object({}), handler: () => null }),
+  ];
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [...tasks, ...steps], log: () => {} });
 
-  await skiplock.enqueueBatch([{ task: 'ok' }, { task: 'once' }, { task: 'poison' }]);
+  await skiplock.pauseTask('paused');
+  await skiplock.enqueueBatch([{ task: 'ok' }, { task: 'once' }, { task: 'poison' }, { task: 'parent' }, { task: 'stuck-parent' }]);
   await skiplock.tick({ untilIdle: true });
+  const stuck = (await skiplock.listJobs({ status: 'WAITING' })).jobs[0]!;
+  await skiplock.cancelJob(stuck.id); // WAITING → CANCELLED (and its QUEUED child)
   const [queued] = await skiplock.enqueueBatch([{ task: 'ok', delayMs: 60_000 }]);
   await skiplock.cancelJob(queued!.job.id); // QUEUED → CANCELLED
   await skiplock.retryJob(queued!.job.id); // CANCELLED → QUEUED

@@ -1,0 +1,328 @@
+/**
+ * Durable steps at run time: ctx.step, ctx.sleep, ctx.sleepUntil and ctx.invoke for one run of a
+ * job (docs/steps.md). The job's recorded steps are read by the tick with its claim; a recorded
+ * step returns its stored outcome, a new one runs and is written by one fenced statement
+ * (src/store/steps.ts) before its promise resolves.
+ *
+ * A run that must leave the invocation — a sleep, an invoke, a yield near the deadline — ends
+ * with a suspension outcome at once; the handler's pending promise never settles (nothing after
+ * it runs in this invocation), as with Inngest's step tooling.
+ */
+import { ChildJobError, isPermanent, PermanentError, SkiplockError, describeError, permanentTypeError } from '../core/errors.ts';
+import { unstorableText } from '../core/json.ts';
+import type { Outcome } from '../core/state.ts';
+import type { Job, StepKind, StepStatus } from '../core/types.ts';
+import type { Clock } from '../store/clock.ts';
+import { toDate } from '../store/rows.ts';
+import type { Row, Sql } from '../store/sql.ts';
+import { invokeChildren, readStepsForRun, writeSleep, writeStep, type InvokeRow, type StepFence } from '../store/steps.ts';
+import { prepareEnqueue } from './enqueue.ts';
+import { toStoredJson } from './stored-json.ts';
+import type { StepContext, TaskRegistry } from './task.ts';
+
+/** The limits of durable steps, each refused with a PermanentError (or a TypeError for a bad argument). */
+export const STEP_LIMITS = {
+  /** A ctx.step's output, in bytes of JSON: 256 KiB. */
+  maxOutputBytes: 256 * 1024,
+  /** All ctx.step outputs stored for one job together (children's results not counted): 4 MiB. */
+  maxJobOutputBytes: 4 * 1024 * 1024,
+  /** Steps (step, sleep, invoke) per job. */
+  maxSteps: 10_000,
+  /** A step id's length, in characters. */
+  maxIdLength: 200,
+  /** The longest sleep: 365 days. */
+  maxSleepMs: 365 * 24 * 3600 * 1000,
+  /**
+   * Before a new step's fn runs, the run yields (the job is released, due now, the attempt given
+   * back) when less than max(this, the longest step seen for the job) is left before the
+   * invocation's deadline or the job's timeout. The first new step of a run always runs.
+   */
+  minYieldMarginMs: 100,
+} as const;
+
+/** A recorded step, as the run reads it. */
+export interface StoredStep {
+  id: string;
+  seq: number;
+  kind: StepKind;
+  status: StepStatus;
+  output: unknown;
+  error: string | null;
+  durationMs: number | null;
+  wakeAt: Date | null;
+  childId: string | null;
+  childTask: string | null;
+  childStatus: 'DONE' | 'DEAD' | 'CANCELLED' | null;
+}
+
+/** Reads the steps of the claimed jobs that have some (one statement; none when no job has steps). */
+export async function loadSteps(sql: Sql, now: Clock, jobs: readonly Job[]): Promise<Map<string, StoredStep[]>> {
+  const byJob = new Map<string, StoredStep[]>();
+  const ids = jobs.filter((j) => j.stepCount > 0).map((j) => j.id);
+  if (ids.length === 0) return byJob;
+  for (const row of await sql.query(readStepsForRun({ now, jobIds: ids }))) {
+    const list = byJob.get(String(row.job_id)) ?? [];
+    list.push(toStoredStep(row));
+    byJob.set(String(row.job_id), list);
+  }
+  return byJob;
+}
+
+function toStoredStep(row: Row): StoredStep {
+  return {
+    id: String(row.id),
+    seq: Number(row.seq),
+    kind: row.kind as StepKind,
+    status: row.status as StepStatus,
+    output: row.output ?? null,
+    error: row.error === null || row.error === undefined ? null : String(row.error),
+    durationMs: row.duration_ms === null || row.duration_ms === undefined ? null : Number(row.duration_ms),
+    wakeAt: row.wake_at === null || row.wake_at === undefined ? null : toDate(row.wake_at),
+    childId: row.child_id === null || row.child_id === undefined ? null : String(row.child_id),
+    childTask: row.child_task === null || row.child_task === undefined ? null : String(row.child_task),
+    childStatus: (row.child_status ?? null) as StoredStep['childStatus'],
+  };
+}
+
+export interface StepRuntimeDeps {
+  sql: Sql;
+  now: () => Clock;
+  registry: TaskRegistry;
+  job: Job;
+  signal: AbortSignal;
+  /** The tick's lease settings: a step write extends the lease. */
+  leaseMs: number;
+  leaseGraceMs: number;
+  /** Milliseconds left before the invocation's deadline (its margin already taken off). */
+  remainingMs(): number;
+  /** Milliseconds since this run started (its claim). */
+  elapsedMs(): number;
+  /** Ends the run with this outcome now (a suspension); false when the run had already ended. */
+  suspend(outcome: Outcome): boolean;
+  /** The lease is lost: stop the run (outcome `lost`). */
+  leaseLost(): void;
+  /** ctx.heartbeat: false (and the run stopped) when the lease is lost; a cancel asked stops the run too. */
+  heartbeat(): Promise<boolean>;
+  /** Whether the run has ended (its outcome is decided). */
+  ended(): boolean;
+}
+
+export interface StepRuntime {
+  step<T>(id: string, fn: (step: StepContext) => T | Promise<T>): Promise<Awaited<T>>;
+  sleep(id: string, ms: number): Promise<void>;
+  sleepUntil(id: string, date: Date | string | number): Promise<void>;
+  invoke<R = unknown>(id: string, task: string, payload?: unknown): Promise<R>;
+  /** A mistake the handler cannot fix by catching it (a duplicate id, a change of step order): the run ends DEAD with it. */
+  fatal(): Error | undefined;
+}
+
+/** A promise that never settles: the run has ended, nothing after the await runs. */
+const never = <T>(): Promise<T> => new Promise<T>(() => {});
+
+/** The run already stopped for another reason (a deadline, a cancel): that reason, thrown. */
+function stoppedError(signal: AbortSignal): unknown {
+  return signal.reason ?? new Error('the run was stopped');
+}
+
+interface PendingInvoke {
+  row: InvokeRow;
+  reject(error: unknown): void;
+}
+
+export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly StoredStep[]): StepRuntime {
+  const { job } = deps;
+  const byId = new Map(stored.map((s) => [s.id, s]));
+  const bySeq = new Map(stored.map((s) => [s.seq, s]));
+  const used = new Set<string>();
+  let nextSeq = 0;
+  let stepCount = stored.length;
+  let outputBytes = stored.reduce((sum, s) => sum + (s.kind === 'step' && s.status === 'done' ? jsonLength(s.output) : 0), 0);
+  /** The longest step seen for this job (recorded durations, then this run's): the yield margin. */
+  let longestMs = stored.reduce((max, s) => (s.kind === 'step' && s.durationMs !== null ? Math.max(max, s.durationMs) : max), 0);
+  let ranOne = false;
+  let fatal: Error | undefined;
+  let invokes: PendingInvoke[] = [];
+
+  const fence = (): StepFence => ({
+    now: deps.now(), jobId: job.id, lockedBy: job.lockedBy ?? '', attempt: job.attempts, leaseMs: deps.leaseMs, leaseGraceMs: deps.leaseGraceMs,
+  });
+
+  /** Ends the run with a suspension; the caller's promise never settles. */
+  const leave = <T>(outcome: Outcome): Promise<T> => {
+    if (!deps.suspend(outcome)) return Promise.reject(stoppedError(deps.signal));
+    return never<T>();
+  };
+
+  const die = (message: string): never => {
+    fatal ??= new PermanentError(message);
+    throw fatal;
+  };
+
+  /** Checks an id and the determinism rule, and takes the step's place (seq) in the order. */
+  function reach(id: unknown, kind: StepKind): { seq: number; row: StoredStep | undefined } {
+    if (typeof id !== 'string' || id.length < 1 || id.length > STEP_LIMITS.maxIdLength)
+      throw permanentTypeError(`ctx.${kind}: the step id must be a string of 1 to ${STEP_LIMITS.maxIdLength} characters, got ${describeId(id)}`);
+    const problem = unstorableText(id);
+    if (problem) throw permanentTypeError(`ctx.${kind}: the step id ${problem}`);
+    if (used.has(id)) die(`duplicate step id ${JSON.stringify(id)}: each ctx.step, ctx.sleep and ctx.invoke of a job needs its own id`);
+    used.add(id);
+    const seq = nextSeq++;
+    const row = byId.get(id);
+    const there = bySeq.get(seq);
+    if (row && row.seq !== seq)
+      die(`non-deterministic steps: ${JSON.stringify(id)} was step ${row.seq + 1} of an earlier run and is step ${seq + 1} now` +
+        `${there ? ` (where ${JSON.stringify(there.id)} was recorded)` : ''}; a handler must reach its steps in the same order on every run`);
+    if (!row && there)
+      die(`non-deterministic steps: step ${seq + 1} was ${JSON.stringify(there.id)} (${there.kind}) in an earlier run, and is ${JSON.stringify(id)} (${kind}) now; a handler must reach its steps in the same order on every run`);
+    if (row && row.kind !== kind)
+      die(`non-deterministic steps: ${JSON.stringify(id)} was a ctx.${row.kind} in an earlier run and is a ctx.${kind} now`);
+    if (!row) {
+      if (stepCount >= STEP_LIMITS.maxSteps) die(`too many steps: a job may record at most ${STEP_LIMITS.maxSteps} (ctx.step, ctx.sleep, ctx.invoke)`);
+      stepCount += 1;
+    }
+    return { seq, row };
+  }
+
+  /** Before a new step's fn: leave the invocation if what is left may not fit it (the first new step of a run always runs). */
+  function mustYield(): boolean {
+    if (!ranOne) return false;
+    const margin = Math.max(STEP_LIMITS.minYieldMarginMs, longestMs);
+    return deps.remainingMs() < margin || job.timeoutMs - deps.elapsedMs() < margin;
+  }
+
+  async function runStep<T>(id: string, fn: (step: StepContext) => T | Promise<T>): Promise<Awaited<T>> {
+    const { seq, row } = reach(id, 'step');
+    if (typeof fn !== 'function') throw permanentTypeError(`ctx.step(${JSON.stringify(id)}): the second argument must be a function`);
+    if (row?.status === 'done') return row.output as Awaited<T>;
+    if (mustYield()) return leave<Awaited<T>>({ kind: 'suspend', runAt: null });
+    ranOne = true;
+    const started = performance.now();
+    let value: unknown;
+    try {
+      value = await fn({ idempotencyKey: `skiplock:${job.id}:${id}`, signal: deps.signal });
+    } catch (error) {
+      // Stopped by the worker (deadline, timeout, lease, cancel): the run's outcome says so, not the step.
+      if (!deps.signal.aborted && !deps.ended()) await write(id, seq, row === undefined, { status: 'failed', output: null, error: describeError(error) }, started);
+      throw error;
+    }
+    if (deps.ended()) return never<Awaited<T>>();
+    const stored = toStoredJson(value, id, `the output of step ${JSON.stringify(id)}`, STEP_LIMITS.maxOutputBytes);
+    if ('error' in stored) {
+      const error = new PermanentError(stored.error.message);
+      await write(id, seq, row === undefined, { status: 'failed', output: null, error: error.message }, started);
+      throw error;
+    }
+    if (outputBytes + stored.bytes > STEP_LIMITS.maxJobOutputBytes) {
+      const error = new PermanentError(`the outputs of this job's steps would exceed ${STEP_LIMITS.maxJobOutputBytes} bytes of JSON with step ${JSON.stringify(id)} (store large data elsewhere and return a reference)`);
+      await write(id, seq, row === undefined, { status: 'failed', output: null, error: error.message }, started);
+      throw error;
+    }
+    if (!(await write(id, seq, row === undefined, { status: 'done', output: JSON.stringify(stored.value), error: null }, started))) return never<Awaited<T>>();
+    outputBytes += stored.bytes;
+    longestMs = Math.max(longestMs, performance.now() - started);
+    return stored.value as Awaited<T>;
+  }
+
+  /** The fenced step write; false (and the run stopped) when the lease was lost. */
+  async function write(id: string, seq: number, isNew: boolean, outcome: { status: 'done' | 'failed'; output: string | null; error: string | null }, started: number): Promise<boolean> {
+    const [row] = await deps.sql.query(writeStep({ ...fence(), id, seq, isNew, ...outcome, durationMs: performance.now() - started }));
+    if (Number(row?.held ?? 0) === 1) return true;
+    deps.leaseLost();
+    return false;
+  }
+
+  async function sleepStep(id: string, ms: number, until: Date | null): Promise<void> {
+    const { seq, row } = reach(id, 'sleep');
+    if (row) {
+      if (row.status === 'done') return;
+      // Woken before its time (a person's "run now"): back to sleep until then.
+      return leave({ kind: 'suspend', runAt: row.wakeAt!.toISOString() });
+    }
+    const [written] = await deps.sql.query(writeSleep({ ...fence(), id, seq, until: until?.toISOString() ?? null, ms }));
+    if (!written) {
+      deps.leaseLost();
+      return never();
+    }
+    if (written.status === 'done') return;
+    return leave({ kind: 'suspend', runAt: toDate(written.wake_at).toISOString() });
+  }
+
+  /** The invokes reached in one turn (Promise.all), written together once the turn is over. */
+  async function flushInvokes() {
+    const batch = invokes;
+    invokes = [];
+    if (batch.length === 0 || deps.ended()) return;
+    if (deps.signal.aborted) {
+      for (const b of batch) b.reject(stoppedError(deps.signal));
+      return;
+    }
+    try {
+      const rows = await deps.sql.query(invokeChildren({ ...fence(), children: batch.map((b) => b.row) }));
+      if (rows.length === 0) {
+        // Lost the lease, or asked to stop (cancel): the heartbeat says which, and stops the run.
+        if (await deps.heartbeat()) for (const b of batch) b.reject(stoppedError(deps.signal));
+        return;
+      }
+      if (!deps.suspend({ kind: 'wait' })) for (const b of batch) b.reject(stoppedError(deps.signal));
+    } catch (error) {
+      for (const b of batch) b.reject(error);
+    }
+  }
+
+  async function invokeStep<R>(id: string, taskName: string, payload: unknown): Promise<R> {
+    const { seq, row } = reach(id, 'invoke');
+    if (row) {
+      if (row.status === 'done') return row.output as R;
+      if (row.status === 'failed') {
+        throw new ChildJobError({ stepId: id, childId: row.childId ?? '?', childTask: row.childTask ?? taskName, childStatus: row.childStatus === 'DEAD' ? 'DEAD' : 'CANCELLED', childError: row.error });
+      }
+      // Still waiting (its run was woken early): wait again.
+      return leave({ kind: 'wait' });
+    }
+    let prepared: ReturnType<typeof prepareEnqueue>;
+    try {
+      prepared = prepareEnqueue(deps.registry, [{ task: taskName, payload: payload ?? {} }], null, { traceparent: job.traceparent ?? undefined });
+    } catch (error) {
+      // The same payload fails the same way on every run: no retry can help.
+      if (error instanceof SkiplockError && error.code === 'invalid_payload' && !isPermanent(error)) Object.assign(error, { permanent: true });
+      throw error;
+    }
+    const { debounce: _, ...jobRow } = prepared!.rows[0]! as NonNullable<typeof prepared>['rows'][number] & { debounce?: unknown };
+    return new Promise<R>((_resolve, reject) => {
+      if (invokes.length === 0) setTimeout(() => void flushInvokes(), 0);
+      invokes.push({ row: { step: id, seq, job: jobRow }, reject });
+    });
+  }
+
+  return {
+    step: runStep,
+    async sleep(id, ms) {
+      if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > STEP_LIMITS.maxSleepMs)
+        throw permanentTypeError(`ctx.sleep(${JSON.stringify(id)}): ms must be a finite number from 0 to ${STEP_LIMITS.maxSleepMs} (365 days), got ${String(ms)}`);
+      return sleepStep(id, ms, null);
+    },
+    async sleepUntil(id, date) {
+      const at = date instanceof Date ? new Date(date.getTime()) : typeof date === 'string' || typeof date === 'number' ? new Date(date) : new Date(NaN);
+      if (!Number.isFinite(at.getTime()) || at.getFullYear() < 1 || at.getFullYear() > 9999)
+        throw permanentTypeError(`ctx.sleepUntil(${JSON.stringify(id)}): not a valid date: ${String(date)}`);
+      // The database's now, as of this run's claim (job.startedAt) plus the time since: no JS clock.
+      const now = (job.startedAt?.getTime() ?? at.getTime()) + deps.elapsedMs();
+      if (at.getTime() - now > STEP_LIMITS.maxSleepMs) throw permanentTypeError(`ctx.sleepUntil(${JSON.stringify(id)}): ${at.toISOString()} is more than 365 days away`);
+      return sleepStep(id, 0, at);
+    },
+    invoke: invokeStep,
+    fatal: () => fatal,
+  };
+}
+
+function jsonLength(value: unknown): number {
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    return 0;
+  }
+}
+
+function describeId(id: unknown): string {
+  return typeof id === 'string' ? `${id.length} characters` : typeof id;
+}

@@ -1,0 +1,351 @@
+/**
+ * ctx.sleep and ctx.invoke (src/runtime/steps.ts): a sleep holds no invocation (the job is QUEUED
+ * until it wakes); invokes awaited together are written in one statement, and the statement that
+ * ends the last child wakes the parent (fan-in), exactly once; a failed child raises
+ * ChildJobError; a person's retry of the child resumes the parent; cancel cascades.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { z } from 'zod';
+import { ChildJobError, createSkiplock, defineTask, PermanentError, SkiplockError, type Task } from '../../src/index.ts';
+import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+
+let db: TestDb;
+beforeAll(async () => {
+  db = await createTestDb();
+});
+afterAll(() => db.drop());
+beforeEach(async () => {
+  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.job_step, skiplock.cron_firing, skiplock.paused_task`));
+});
+
+const quiet = () => {};
+const T0 = new Date('2026-06-01T12:00:00.000Z');
+const at = (ms: number) => new Date(T0.getTime() + ms);
+
+async function rows(text: string, values: unknown[] = []) {
+  return db.sql.query<Record<string, any>>(statement(text, values));
+}
+async function stepRows(jobId: string) {
+  return rows(`SELECT id, kind, status, output, error, child_status, wake_at FROM skiplock.job_step WHERE job_id = $1 ORDER BY seq`, [jobId]);
+}
+
+/** Counts the statements sent, by a predicate on their text. */
+function counting(sql: Sql) {
+  const sent: Statement[] = [];
+  const wrapped: Sql = { query: (s) => (sent.push(s), sql.query(s)), batch: (s) => sql.batch(s), close: async () => {} };
+  return { sql: wrapped, count: (test: (text: string) => boolean) => sent.filter((s) => test(s.text)).length };
+}
+
+describe('ctx.sleep', () => {
+  test('a 5 s sleep: QUEUED until it wakes, attempt given back, nothing held; a tick at the wake time resumes after it', async () => {
+    const calls: string[] = [];
+    const task = defineTask({
+      name: 'napper',
+      payload: z.object({}),
+      handler: async (_p, ctx) => {
+        await ctx.step('before', () => void calls.push('before'));
+        await ctx.sleep('nap', 5_000);
+        await ctx.step('after', () => void calls.push('after'));
+        return 'rested';
+      },
+    });
+    const sk = (ms: number) => createSkiplock({ sql: db.sql, tasks: [task], now: () => at(ms), log: quiet });
+    const job = await sk(0).enqueue({ task: 'napper', payload: {} });
+    expect(await sk(0).tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 0 });
+    expect(await sk(0).getJob(job.id)).toMatchObject({ status: 'QUEUED', runAt: at(5_000), attempts: 0, lockedBy: null, lastError: null, stepCount: 2 });
+    expect((await stepRows(job.id)).map((s) => [s.id, s.kind, s.status, s.wake_at])).toEqual([['before', 'step', 'done', null], ['nap', 'sleep', 'sleeping', at(5_000)]]);
+
+    // Not due before its wake time; woken early by a person's "run now", it goes back to sleep.
+    expect(await sk(4_000).tick({ untilIdle: true })).toMatchObject({ claimed: 0 });
+    await sk(1_000).rescheduleJob(job.id, { delayMs: 0 });
+    expect(await sk(1_000).tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 0 });
+    expect(await sk(1_000).getJob(job.id)).toMatchObject({ status: 'QUEUED', runAt: at(5_000), attempts: 0 });
+
+    expect(await sk(5_000).tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 1 });
+    expect(await sk(5_000).getJob(job.id)).toMatchObject({ status: 'DONE', result: 'rested', attempts: 1 });
+    expect(calls).toEqual(['before', 'after']);
+    expect((await stepRows(job.id)).map((s) => [s.id, s.status])).toEqual([['before', 'done'], ['nap', 'done'], ['after', 'done']]);
+  });
+
+  test('sleepUntil a past instant returns at once; invalid durations and dates are TypeErrors (DEAD)', async () => {
+    const task = defineTask({
+      name: 'sleepy',
+      payload: z.object({ ms: z.number().optional(), until: z.string().optional() }),
+      handler: async (p, ctx) => {
+        if (p.until !== undefined) await ctx.sleepUntil('until', p.until);
+        else await ctx.sleep('nap', p.ms!);
+        return 'awake';
+      },
+    });
+    const sk = createSkiplock({ sql: db.sql, tasks: [task], now: () => T0, log: quiet });
+    const past = await sk.enqueue({ task: 'sleepy', payload: { until: '2020-01-01T00:00:00Z' } });
+    const nan = await sk.enqueue({ task: 'sleepy', payload: { ms: -1 } });
+    const far = await sk.enqueue({ task: 'sleepy', payload: { until: '2030-01-01T00:00:00Z' } });
+    const bad = await sk.enqueue({ task: 'sleepy', payload: { until: 'tomorrow' } });
+    await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(past.id)).toMatchObject({ status: 'DONE', result: 'awake' });
+    expect(await sk.getJob(nan.id)).toMatchObject({ status: 'DEAD', lastError: 'TypeError: ctx.sleep("nap"): ms must be a finite number from 0 to 31536000000 (365 days), got -1' });
+    expect(await sk.getJob(far.id)).toMatchObject({ status: 'DEAD', lastError: 'TypeError: ctx.sleepUntil("until"): 2030-01-01T00:00:00.000Z is more than 365 days away' });
+    expect(await sk.getJob(bad.id)).toMatchObject({ status: 'DEAD', lastError: 'TypeError: ctx.sleepUntil("until"): not a valid date: tomorrow' });
+  });
+});
+
+describe('ctx.invoke', () => {
+  const child = (fail: { ids: Set<number> } = { ids: new Set() }) =>
+    defineTask({
+      name: 'child',
+      payload: z.object({ n: z.number().int() }),
+      maxAttempts: 1,
+      handler: (p) => {
+        if (fail.ids.has(p.n)) throw new PermanentError(`child ${p.n} failed`);
+        return { n: p.n, squared: p.n * p.n };
+      },
+    });
+  function fanOut(n: number, entries: { after: number }, caught?: unknown[]): Task {
+    return defineTask({
+      name: 'parent',
+      payload: z.object({}),
+      handler: async (_p, ctx) => {
+        const results = await Promise.all(Array.from({ length: n }, (_, i) => ctx.invoke<{ n: number }>(`child-${i}`, 'child', { n: i }))).catch((error: unknown) => {
+          caught?.push(error);
+          throw error;
+        });
+        entries.after += 1;
+        return results.map((r) => r.n);
+      },
+    });
+  }
+
+  test('100 children: written in one statement, the parent WAITING, resumed exactly once after the last, with the results in order', async () => {
+    const entries = { after: 0 };
+    const counted = counting(db.sql);
+    const sk = createSkiplock({ sql: counted.sql, tasks: [fanOut(100, entries), child()], log: quiet });
+    const parent = await sk.enqueue({ task: 'parent', payload: {} });
+    await sk.pauseTask('child');
+    await sk.tick({ untilIdle: true }); // the parent only: the children wait
+    expect(await sk.getJob(parent.id)).toMatchObject({ status: 'WAITING', attempts: 0, pendingChildren: 100, stepCount: 100, lockedBy: null, finishedAt: null });
+    expect(counted.count((t) => t.includes('INSERT INTO skiplock.job AS j') && t.includes('parent_id'))).toBe(1);
+    const children = await rows(`SELECT j.id::text AS id, j.parent_step FROM skiplock.job j WHERE j.parent_id = $1 ORDER BY j.id`, [parent.id]);
+    expect(children.map((c) => c.parent_step)).toEqual(Array.from({ length: 100 }, (_, i) => `child-${i}`));
+
+    await sk.resumeTask('child');
+    for (let i = 0; i < 20 && (await sk.getJob(parent.id))!.status !== 'DONE'; i++) await sk.tick({ untilIdle: true, concurrency: 25 });
+    expect(await sk.getJob(parent.id)).toMatchObject({ status: 'DONE', result: Array.from({ length: 100 }, (_, i) => i), attempts: 1, pendingChildren: 0 });
+    expect(entries.after).toBe(1);
+    const steps = await stepRows(parent.id);
+    expect(steps.every((s) => s.kind === 'invoke' && s.status === 'done' && s.child_status === 'DONE')).toBe(true);
+    expect(steps[7]!.output).toEqual({ n: 7, squared: 49 });
+  }, 30_000);
+
+  test('children finishing concurrently on parallel ticks wake the parent exactly once', async () => {
+    const entries = { after: 0 };
+    const tasks = [fanOut(60, entries), child()];
+    const sk = createSkiplock({ sql: db.sql, tasks, log: quiet });
+    const parent = await sk.enqueue({ task: 'parent', payload: {} });
+    await sk.pauseTask('child');
+    await sk.tick({ untilIdle: true });
+    expect((await sk.getJob(parent.id))!.status).toBe('WAITING');
+    await sk.resumeTask('child');
+    await Promise.all(Array.from({ length: 6 }, (_, i) => createSkiplock({ sql: db.sql, tasks, log: quiet }).tick({ untilIdle: true, concurrency: 3, workerName: `w${i}` })));
+    await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(parent.id)).toMatchObject({ status: 'DONE', pendingChildren: 0 });
+    expect(entries.after).toBe(1);
+    // Exactly one WAITING → QUEUED wake in the parent's history: one attempt that waited, one that finished.
+    expect((await sk.getJob(parent.id))!.history.map((h) => h.outcome)).toEqual(['released', 'done']);
+  }, 30_000);
+
+  test('a DEAD child raises ChildJobError in the parent (DEAD); a person retries the child, it succeeds, the parent resumes to DONE', async () => {
+    const entries = { after: 0 };
+    const caught: unknown[] = [];
+    const fail = { ids: new Set([1]) };
+    const sk = createSkiplock({ sql: db.sql, tasks: [fanOut(2, entries, caught), child(fail)], now: () => T0, log: quiet });
+    const parent = await sk.enqueue({ task: 'parent', payload: {} });
+    for (let i = 0; i < 4; i++) await sk.tick({ untilIdle: true });
+    const dead = (await sk.getJob(parent.id))!;
+    expect(dead.status).toBe('DEAD');
+    const [failedChild] = await rows(`SELECT id::text FROM skiplock.job WHERE parent_id = $1 AND parent_step = 'child-1'`, [parent.id]);
+    expect(caught).toHaveLength(1);
+    const error = caught[0] as ChildJobError;
+    expect(error).toBeInstanceOf(ChildJobError);
+    expect(error).toMatchObject({ childId: failedChild!.id, childTask: 'child', childStatus: 'DEAD', childError: 'PermanentError: child 1 failed', stepId: 'child-1', permanent: true });
+    expect(dead.lastError).toBe(`ChildJobError: child job ${failedChild!.id} (task child, step "child-1") ended DEAD: PermanentError: child 1 failed`);
+    expect(dead.attempts).toBe(1); // a stored failure is permanent: no retries burnt
+
+    fail.ids.clear();
+    await sk.retryJob(failedChild!.id);
+    for (let i = 0; i < 3; i++) await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(parent.id)).toMatchObject({ status: 'DONE', result: [0, 1] });
+    expect(entries.after).toBe(1);
+  });
+
+  test('a child retried while its parent still waits for others: waited for again, the parent wakes once with both results', async () => {
+    const entries = { after: 0 };
+    const fail = { ids: new Set([0]) };
+    const sk = createSkiplock({ sql: db.sql, tasks: [fanOut(2, entries), child(fail)], now: () => T0, log: quiet });
+    const parent = await sk.enqueue({ task: 'parent', payload: {} });
+    await sk.pauseTask('child');
+    await sk.tick({ untilIdle: true });
+    const [first, second] = await rows(`SELECT j.id::text AS id FROM skiplock.job j WHERE j.parent_id = $1 ORDER BY j.id`, [parent.id]);
+    await rows(`UPDATE skiplock.job SET run_at = $2 WHERE id = $1`, [second!.id, at(3_600_000)]);
+    await sk.resumeTask('child');
+    await sk.tick({ untilIdle: true }); // child 0 ends DEAD; child 1 is not due yet
+    expect(await sk.getJob(first!.id)).toMatchObject({ status: 'DEAD' });
+    expect(await sk.getJob(parent.id)).toMatchObject({ status: 'WAITING', pendingChildren: 1 });
+    fail.ids.clear();
+    await sk.retryJob(first!.id);
+    expect(await sk.getJob(parent.id)).toMatchObject({ status: 'WAITING', pendingChildren: 2 });
+    await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(parent.id)).toMatchObject({ status: 'WAITING', pendingChildren: 1 });
+    await sk.rescheduleJob(second!.id, { delayMs: 0 });
+    for (let i = 0; i < 3; i++) await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(parent.id)).toMatchObject({ status: 'DONE', result: [0, 1] });
+    expect(entries.after).toBe(1);
+  });
+
+  test('an invalid payload or an unknown task: the invoke rejects, nothing is written', async () => {
+    const seen: unknown[] = [];
+    const task = defineTask({
+      name: 'sloppy',
+      payload: z.object({ task: z.string(), payload: z.unknown() }),
+      handler: async (p, ctx) => {
+        try {
+          await ctx.invoke('call', p.task, p.payload);
+        } catch (error) {
+          seen.push(error);
+          throw error;
+        }
+      },
+    });
+    const sk = createSkiplock({ sql: db.sql, tasks: [task, child()], now: () => T0, log: quiet });
+    const invalid = await sk.enqueue({ task: 'sloppy', payload: { task: 'child', payload: { n: 'one' } } });
+    const unknown = await sk.enqueue({ task: 'sloppy', payload: { task: 'nope', payload: {} } });
+    await sk.tick({ untilIdle: true });
+    expect(seen[0]).toBeInstanceOf(SkiplockError);
+    expect(seen[0]).toMatchObject({ code: 'invalid_payload', message: 'invalid payload for task child' });
+    expect(seen[1]).toMatchObject({ code: 'unknown_task' });
+    expect(await sk.getJob(invalid.id)).toMatchObject({ status: 'DEAD', stepCount: 0, pendingChildren: 0 }); // permanent: the payload will not change
+    expect(await sk.getJob(unknown.id)).toMatchObject({ status: 'QUEUED', stepCount: 0 }); // retried: a deployment may add the task
+    expect((await rows(`SELECT count(*)::int AS n FROM skiplock.job`))[0]!.n).toBe(2);
+    expect((await rows(`SELECT count(*)::int AS n FROM skiplock.job_step`))[0]!.n).toBe(0);
+  });
+});
+
+describe('cancel and retry of a waiting parent', () => {
+  test('cancelling a WAITING parent cancels its QUEUED and WAITING descendants in the same statement; retrying it is refused while WAITING', async () => {
+    const leaf = defineTask({ name: 'leaf', payload: z.object({}), handler: () => 'leaf' });
+    const mid = defineTask({ name: 'mid', payload: z.object({}), handler: async (_p, ctx) => ctx.invoke('leaf', 'leaf', {}) });
+    const root = defineTask({ name: 'root', payload: z.object({}), handler: async (_p, ctx) => Promise.all([ctx.invoke('mid', 'mid', {}), ctx.invoke('leaf', 'leaf', {})]) });
+    const sk = createSkiplock({ sql: db.sql, tasks: [root, mid, leaf], now: () => T0, log: quiet });
+    await sk.pauseTask('leaf');
+    const job = await sk.enqueue({ task: 'root', payload: {} });
+    await sk.tick({ untilIdle: true });
+    await sk.tick({ untilIdle: true });
+    const tree = async () => Object.fromEntries((await rows(
+      `SELECT coalesce(parent_step, 'root') || ':' || task AS name, status, pending_children FROM skiplock.job ORDER BY id`,
+    )).map((r) => [r.name, `${r.status}/${r.pending_children}`]));
+    expect(await tree()).toEqual({ 'root:root': 'WAITING/2', 'mid:mid': 'WAITING/1', 'leaf:leaf': 'QUEUED/0' });
+    expect((await rows(`SELECT count(*)::int AS n FROM skiplock.job WHERE task = 'leaf'`))[0]!.n).toBe(2);
+
+    await expect(sk.retryJob(job.id)).rejects.toMatchObject({ code: 'conflict' });
+    expect(await sk.cancelJob(job.id)).toMatchObject({ outcome: 'cancelled', job: { status: 'CANCELLED' } });
+    expect((await rows(`SELECT status, count(*)::int AS n FROM skiplock.job GROUP BY status`)).map((r) => [r.status, r.n])).toEqual([['CANCELLED', 4]]);
+    expect((await rows(`SELECT status, child_status, count(*)::int AS n FROM skiplock.job_step WHERE kind = 'invoke' GROUP BY 1, 2`)).map((r) => [r.status, r.child_status, r.n])).toEqual([['failed', 'CANCELLED', 3]]);
+    expect((await rows(`SELECT sum(pending_children)::int AS n FROM skiplock.job`))[0]!.n).toBe(0);
+
+    // A person's retry of the cancelled parent: its children are stored as cancelled, so it fails at once (no wait for ever).
+    await sk.resumeTask('leaf');
+    await sk.retryJob(job.id);
+    await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(job.id)).toMatchObject({ status: 'DEAD' });
+    expect((await sk.getJob(job.id))!.lastError).toMatch(/^ChildJobError: child job \d+ \(task mid, step "mid"\) ended CANCELLED: cancelled with its parent job/);
+  });
+
+  test('a RUNNING parent asked to stop invokes no child: it ends CANCELLED, nothing enqueued', async () => {
+    const leaf = defineTask({ name: 'leaf', payload: z.object({}), handler: () => 'leaf' });
+    let entered!: () => void;
+    const inStep = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const root = defineTask({
+      name: 'root',
+      payload: z.object({}),
+      handler: async (_p, ctx) => {
+        await ctx.step('prepare', async () => {
+          entered();
+          await gate;
+        });
+        return ctx.invoke('leaf', 'leaf', {});
+      },
+    });
+    const sk = createSkiplock({ sql: db.sql, tasks: [root, leaf], now: () => T0, log: quiet });
+    const job = await sk.enqueue({ task: 'root', payload: {} });
+    const ticking = sk.tick({ untilIdle: true, leaseMs: 60_000 });
+    await inStep;
+    expect(await sk.cancelJob(job.id)).toMatchObject({ outcome: 'requested' });
+    release();
+    expect(await ticking).toMatchObject({ cancelled: 1 });
+    expect(await sk.getJob(job.id)).toMatchObject({ status: 'CANCELLED', pendingChildren: 0 });
+    expect((await rows(`SELECT count(*)::int AS n FROM skiplock.job WHERE task = 'leaf'`))[0]!.n).toBe(0);
+    expect((await stepRows(job.id)).map((s) => s.id)).toEqual(['prepare']);
+  });
+
+  test('cancelling a QUEUED child of a WAITING parent wakes the parent with ChildJobError', async () => {
+    const leaf = defineTask({ name: 'leaf', payload: z.object({}), handler: () => 'leaf' });
+    const caught: unknown[] = [];
+    const root = defineTask({
+      name: 'root',
+      payload: z.object({}),
+      handler: async (_p, ctx) => ctx.invoke('leaf', 'leaf', {}).catch((error: unknown) => (caught.push(error), 'went on without it')),
+    });
+    const sk = createSkiplock({ sql: db.sql, tasks: [root, leaf], now: () => T0, log: quiet });
+    await sk.pauseTask('leaf');
+    const job = await sk.enqueue({ task: 'root', payload: {} });
+    await sk.tick({ untilIdle: true });
+    const [leafJob] = await rows(`SELECT id::text FROM skiplock.job WHERE task = 'leaf'`);
+    await sk.cancelJob(leafJob!.id);
+    expect(await sk.getJob(job.id)).toMatchObject({ status: 'QUEUED', pendingChildren: 0 });
+    await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(job.id)).toMatchObject({ status: 'DONE', result: 'went on without it' });
+    expect(caught[0]).toMatchObject({ name: 'ChildJobError', childStatus: 'CANCELLED', childId: leafJob!.id });
+
+    // A person retries the child, which now runs to DONE: the parent stays DONE, its step as it saw it.
+    await sk.retryJob(leafJob!.id);
+    await sk.resumeTask('leaf');
+    await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(leafJob!.id)).toMatchObject({ status: 'DONE' });
+    expect(await sk.getJob(job.id)).toMatchObject({ status: 'DONE', result: 'went on without it' });
+    expect((await stepRows(job.id)).map((s) => [s.status, s.child_status])).toEqual([['failed', 'CANCELLED']]);
+  });
+
+  test('a child the reaper ends DEAD (its last attempt lost its lease) wakes its parent with ChildJobError', async () => {
+    const leaf = defineTask({ name: 'leaf', payload: z.object({}), maxAttempts: 1, handler: () => 'leaf' });
+    const root = defineTask({ name: 'root', payload: z.object({}), handler: async (_p, ctx) => ctx.invoke('leaf', 'leaf', {}) });
+    const sk = (ms: number) => createSkiplock({ sql: db.sql, tasks: [root, leaf], now: () => at(ms), log: quiet });
+    await sk(0).pauseTask('leaf');
+    const job = await sk(0).enqueue({ task: 'root', payload: {} });
+    await sk(0).tick({ untilIdle: true });
+    // The child was claimed by a worker that then vanished.
+    await rows(`UPDATE skiplock.job SET status = 'RUNNING', attempts = 1, locked_by = 'gone', locked_until = $1, started_at = $1 WHERE task = 'leaf'`, [at(0)]);
+    expect(await sk(60_000).reap()).toBe(1);
+    expect(await sk(60_000).getJob(job.id)).toMatchObject({ status: 'QUEUED', pendingChildren: 0 });
+    await sk(60_000).tick({ untilIdle: true });
+    expect((await sk(60_000).getJob(job.id))!.lastError).toMatch(/^ChildJobError: child job \d+ \(task leaf, step "leaf"\) ended DEAD: lease expired on attempt 1/);
+  });
+});
+
+describe('the wake-up of a self-scheduling ticker', () => {
+  test('ignores a WAITING parent; wakes for a sleeping job at its wake time', async () => {
+    const leaf = defineTask({ name: 'leaf', payload: z.object({}), handler: () => 'leaf' });
+    const root = defineTask({ name: 'root', payload: z.object({}), handler: async (_p, ctx) => ctx.invoke('leaf', 'leaf', {}) });
+    const napper = defineTask({ name: 'napper', payload: z.object({}), handler: async (_p, ctx) => ctx.sleep('nap', 30_000) });
+    const sk = createSkiplock({ sql: db.sql, tasks: [root, leaf, napper], now: () => T0, log: quiet });
+    await sk.pauseTask('leaf');
+    await sk.enqueue({ task: 'root', payload: {} });
+    await sk.tick({ untilIdle: true });
+    expect(await sk.msUntilNextWork()).toBe(null); // a WAITING parent, and its child's task paused
+    await sk.enqueue({ task: 'napper', payload: {} });
+    await sk.tick({ untilIdle: true });
+    expect(await sk.msUntilNextWork()).toBe(30_000);
+  });
+});
