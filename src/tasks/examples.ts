@@ -63,6 +63,7 @@ export const poison = defineTask({
 export const notify = defineTask({
   name: 'notify',
   payload: z.object({ service: z.string().min(1).max(100), email: z.string() }),
+  timeoutMs: 3_000,
   handler: ({ service }) => ({ service, notifiedAt: new Date().toISOString() }),
 });
 
@@ -77,6 +78,9 @@ const DAY_MS = 24 * 3600 * 1000;
 export const signupWorkflow = defineTask({
   name: 'signup-workflow',
   payload: z.object({ email: z.string().min(3).max(320), waitMs: z.number().int().min(0).max(30 * DAY_MS).default(DAY_MS) }),
+  // Each run is a few quick steps, however long the workflow: a short timeout lets any tick with
+  // 3 s left claim it (a tick claims only jobs whose timeout fits in what is left of its budget).
+  timeoutMs: 3_000,
   handler: async ({ email, waitMs }, ctx) => {
     // Random ids and clocks go inside steps: their results are stored, so a rerun sees the same.
     const account = await ctx.step('create-account', () => ({ userId: crypto.randomUUID(), email }));

@@ -222,8 +222,7 @@ describe('the dashboard', () => {
     expect(children).toContain(`<tr data-child="${analytics}"><td class="mono"><a href="/jobs/${analytics}">#${analytics}</a></td><td>notify</td><td><span class="badge status-queued">QUEUED</span></td><td class="mono">notify-analytics</td></tr>`);
   });
 
-  // enabled by the lead after the engine merge (the cancel of a WAITING job is the engine's statement)
-  test.skip('Cancel on a WAITING parent: CANCELLED, and its children that had not ended with it; over HTTP: 200', async () => {
+  test('Cancel on a WAITING parent: CANCELLED, and its children that had not ended with it; over HTTP: 200', async () => {
     const csrf = await csrfOf(t, cookie);
     const { parent, crm, analytics, billing } = await waitingWorkflow();
     const res = await postForm(t, `/jobs/${parent}/cancel`, { csrf }, { cookie });

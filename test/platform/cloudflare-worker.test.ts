@@ -111,6 +111,33 @@ describe('the Worker in workerd', () => {
     for (const firing of firings) expect(firing).toMatchObject({ jobs: 1 });
     expect(firings.find((f) => (f.scheduled_for as Date).getTime() === (updated!.instant as Date).getTime())).toMatchObject({ jobs: 1, done: true });
   });
+
+  test('durable steps: a workflow sleeping 5 s holds no invocation, and the minute invocation resumes it within its poll interval of waking', async () => {
+    const response = await api('/v1/jobs', { method: 'POST', body: JSON.stringify({ task: 'signup-workflow', payload: { email: 'ada@example.com', waitMs: 5_000 } }) });
+    expect(response.status).toBe(201);
+    const { job: created } = (await response.json()) as { job: { id: string } };
+    // The enqueue's own tick runs the first step, then the sleep puts the job back: QUEUED, no lease.
+    const sleepStep = () => db.sql.query(statement(`SELECT wake_at FROM skiplock.job_step WHERE job_id = $1 AND id = 'wait-a-day'`, [created.id]));
+    for (const deadline = Date.now() + 5_000; (await sleepStep()).length === 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
+    const sleeping = await waitForStatus(created.id, 'QUEUED', 5_000);
+    const [sleep] = await sleepStep();
+    expect(sleep).toBeDefined();
+    const wakeAt = (sleep!.wake_at as Date).getTime();
+    expect((sleeping.run_at as Date).getTime()).toBe(wakeAt);
+    const [held] = await db.sql.query(statement(`SELECT locked_by, attempts FROM skiplock.job WHERE id = $1`, [created.id]));
+    expect(held).toEqual({ locked_by: null, attempts: 0 }); // nothing holds it, and the sleep spent no attempt
+
+    void scheduled(); // a minute invocation (12 s here), polling every 200 ms
+    const done = await waitForStatus(created.id, 'DONE', 15_000);
+    expect(done).toMatchObject({ status: 'DONE', result: { notified: ['crm', 'analytics', 'billing'] } });
+    // The first attempt that started after the wake time: within the poll interval (200 ms), with a loose bound for a loaded machine.
+    const { job: detail } = (await (await api(`/v1/jobs/${created.id}`)).json()) as { job: { history: { startedAt: string }[] } };
+    const starts = detail.history.map((h) => Date.parse(h.startedAt)).filter((t) => t >= wakeAt);
+    expect(starts.length).toBeGreaterThan(0);
+    expect(Math.min(...starts) - wakeAt).toBeLessThan(2_000);
+    const children = await db.sql.query(statement(`SELECT status FROM skiplock.job WHERE parent_id = $1`, [created.id]));
+    expect(children.map((c) => c.status)).toEqual(['DONE', 'DONE', 'DONE']);
+  });
 });
 
 describe('wrangler deploy --dry-run', () => {

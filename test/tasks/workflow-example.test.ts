@@ -16,8 +16,7 @@ afterAll(() => db.drop());
 const T0 = Date.parse('2026-12-01T12:00:00.000Z');
 const TICK = { untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 } as const;
 
-// enabled by the lead after the engine merge (ctx.step/sleep/invoke are stubs on this branch)
-test.skip('signup-workflow: every step once, the sleep in the queue, three children fanned out and joined', async () => {
+test('signup-workflow: every step once, the sleep in the queue, three children fanned out and joined', async () => {
   let t = T0;
   const skiplock = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, now: () => new Date(t) });
   const job = await skiplock.enqueue({ task: 'signup-workflow', payload: { email: 'ada@example.com', waitMs: 2000 } });
