@@ -10,7 +10,7 @@ import { createTestDb, type TestDb } from '../support/db.ts';
 let db: TestDb;
 beforeAll(async () => (db = await createTestDb()));
 afterAll(() => db.drop());
-beforeEach(async () => void (await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.cron_firing`))));
+beforeEach(async () => void (await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.job_step, skiplock.cron_firing`))));
 
 const quiet = () => {};
 const T0 = Date.parse('2026-06-01T12:00:00.000Z');
@@ -60,6 +60,24 @@ describe('attempt history', () => {
     expect(job.history[1]!.startedAt!.getTime()).toBeGreaterThan(job.history[0]!.endedAt.getTime());
     // last_error keeps the whole text; the history cuts the stack.
     expect(job.lastError).toContain('at handler');
+  });
+
+  test('as stored: one JSON object per attempt with exactly the nine keys, JSON types as documented (no key left out when null)', async () => {
+    const task = defineTask({ name: 'stored', payload: z.object({}), backoff: () => 0, handler: (_p, ctx) => {
+      if (ctx.attempt === 1) throw new Error('first');
+    } });
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], now: steppingClock(), log: quiet });
+    const { id } = await skiplock.enqueue({ task: 'stored', payload: {} });
+    await skiplock.tick({ untilIdle: true, workerName: 'w1' });
+    const [row] = await db.sql.query<{ history: Record<string, unknown>[] }>(statement(`SELECT history FROM skiplock.job WHERE id = $1`, [id]));
+    expect(row!.history).toHaveLength(2);
+    for (const [i, e] of row!.history.entries()) {
+      expect(Object.keys(e).sort()).toEqual(['attempt', 'durationMs', 'endedAt', 'error', 'outcome', 'progress', 'startedAt', 'traceparent', 'worker']);
+      expect(e).toMatchObject({ attempt: i + 1, outcome: i === 0 ? 'retry' : 'done', error: i === 0 ? 'Error: first' : null, progress: null, traceparent: null, durationMs: 1000 });
+      expect(e.startedAt).toMatch(/^2026-06-01T12:00:\d\d\+00:00$/);
+      expect(e.endedAt).toMatch(/^2026-06-01T12:00:\d\d\+00:00$/);
+      expect(e.worker).toMatch(/^w1:/);
+    }
   });
 
   test(`bounded: the last ${HISTORY_LIMIT} attempts are kept`, async () => {
