@@ -329,6 +329,8 @@ export interface StatementStats {
   /** Planning + execution, ms. */
   totalMs: number;
   meanMs: number;
+  /** Planning part of totalMs, ms. */
+  planMs: number;
   sharedBlksHit: number;
   sharedBlksRead: number;
   sharedBlksDirtied: number;
@@ -341,7 +343,7 @@ export async function readStatementStats(adminUrl: string, database: string): Pr
   try {
     const r = await client.query(
       `${BENCH_MARK} SELECT left(regexp_replace(s.query, '\\s+', ' ', 'g'), 60) AS query, s.calls::float8 AS calls, s.rows::float8 AS rows,
-              (s.total_exec_time + s.total_plan_time)::float8 AS total_ms,
+              (s.total_exec_time + s.total_plan_time)::float8 AS total_ms, s.total_plan_time::float8 AS plan_ms,
               s.shared_blks_hit::float8 AS hit, s.shared_blks_read::float8 AS read, s.shared_blks_dirtied::float8 AS dirtied, s.wal_bytes::float8 AS wal
          FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
         WHERE d.datname = $1 AND s.query NOT LIKE '${BENCH_MARK}%'
@@ -354,6 +356,7 @@ export async function readStatementStats(adminUrl: string, database: string): Pr
       rows: Number(x.rows),
       totalMs: round(Number(x.total_ms), 1),
       meanMs: round(Number(x.total_ms) / Math.max(1, Number(x.calls)), 3),
+      planMs: round(Number(x.plan_ms), 1),
       sharedBlksHit: Number(x.hit),
       sharedBlksRead: Number(x.read),
       sharedBlksDirtied: Number(x.dirtied),
