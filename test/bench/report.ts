@@ -348,12 +348,21 @@ export function toCurveSvg(r: BenchResults): string {
       `<text x="${left - 6}" y="${y(v) + 4}" text-anchor="end" fill="#666">${fmt(v)}</text>`,
     );
   }
-  for (const l of levels) {
+  // Labels of close levels are pushed apart (at least 14 px), top to bottom.
+  let lastLabelY = -Infinity;
+  for (const l of [...levels].sort((a, b) => b.jobsPerSec - a.jobsPerSec)) {
     const color = colorOf(l.key.replace(/^curve-/, '').replace(/^default$/, 'skiplock'));
-    const name = l.key === 'curve-default' ? 'skiplock, 1 tick × 10 (default)' : `${l.system}: ${shapeOf(l).replace('completeAndClaim loop, batch 100, ', '')}`;
+    const raw = l.key.match(/^curve-raw-(\d+)$/);
+    const name = l.key === 'curve-default' ? 'skiplock, 1 tick × 10 (default)'
+      : raw ? `raw-SQL floor, ${raw[1]} connection${raw[1] === '1' ? '' : 's'}`
+      : l.key.startsWith('curve-pg-boss') ? `pg-boss, ${l.config.match(/localConcurrency (\d+) × batchSize (\d+)/)?.slice(1).join(' × ') ?? ''}`
+      : l.key.startsWith('curve-graphile') ? `graphile-worker, local queue ${l.config.match(/localQueue.size (\d+)/)?.[1] ?? ''}`
+      : l.system;
+    const labelY = Math.max(y(l.jobsPerSec) + 4, lastLabelY + 14);
+    lastLabelY = labelY;
     parts.push(
       `<line x1="${left}" x2="${left + plotW}" y1="${y(l.jobsPerSec)}" y2="${y(l.jobsPerSec)}" stroke="${color}" stroke-dasharray="5 4"/>`,
-      `<text x="${left + plotW + 6}" y="${y(l.jobsPerSec) + 4}" fill="${color}">${escapeXml(`${name.slice(0, 34)} ${fmt(l.jobsPerSec)}`)}</text>`,
+      `<text x="${left + plotW + 6}" y="${labelY}" fill="${color}">${escapeXml(`${name.slice(0, 34)} ${fmt(l.jobsPerSec)}`)}</text>`,
     );
   }
   const path = points.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(i)},${y(p.t.jobsPerSec)}`).join(' ');
