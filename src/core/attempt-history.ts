@@ -51,6 +51,49 @@ export function parseAttemptHistory(value: unknown): AttemptRecord[] {
   return records;
 }
 
+/** The row columns withDoneAttempt reads (snake_case, as the driver returns them). */
+interface DoneRow {
+  status?: unknown;
+  attempts?: unknown;
+  started_at?: unknown;
+  finished_at?: unknown;
+  finished_by?: unknown;
+  finished_traceparent?: unknown;
+  progress?: unknown;
+}
+
+const asDate = (v: unknown): Date | null => (v === null || v === undefined ? null : v instanceof Date ? v : new Date(String(v)));
+
+/**
+ * The history with a DONE job's last attempt added. The result write stores no entry for a DONE
+ * attempt (migration 013: building it per job was a sixth of the claim statement's time); a DONE
+ * job is final, so the row itself describes that attempt: its number, started_at, finished_at,
+ * progress, and finished_by / finished_traceparent. Jobs finished before migration 013 have the
+ * entry stored already (and no finished_by): it is not added twice. The kept history stays at
+ * most `limit` attempts, like the stored one.
+ */
+export function withDoneAttempt(history: AttemptRecord[], row: DoneRow, limit = 20): AttemptRecord[] {
+  if (row.status !== 'DONE') return history;
+  const attempt = Number(row.attempts);
+  const last = history[history.length - 1];
+  if (last && last.attempt === attempt && last.outcome === 'done') return history;
+  const endedAt = asDate(row.finished_at);
+  if (!endedAt) return history;
+  const startedAt = asDate(row.started_at);
+  const entry: AttemptRecord = {
+    attempt,
+    startedAt,
+    endedAt,
+    durationMs: startedAt ? endedAt.getTime() - startedAt.getTime() : null,
+    outcome: 'done',
+    error: null,
+    worker: typeof row.finished_by === 'string' ? row.finished_by : null,
+    progress: row.progress ?? null,
+    traceparent: typeof row.finished_traceparent === 'string' ? row.finished_traceparent : null,
+  };
+  return [...history, entry].slice(-limit);
+}
+
 /** An attempt record in JSON: ISO times. */
 export function attemptToJson(record: AttemptRecord) {
   return { ...record, startedAt: record.startedAt?.toISOString() ?? null, endedAt: record.endedAt.toISOString() };

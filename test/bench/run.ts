@@ -7,7 +7,7 @@
  * after autovacuum), except one skiplock run on a just-filled table with no statistics yet. Writes test/bench/results/latest.{md,json} and throughput.svg.
  *
  *   BENCH_QUICK=1 npm run bench     a smaller run (fewer jobs and rounds, 100k history) to try changes
- *   BENCH_ONLY=throughput,neon      only these parts (throughput, neon, latency, claims, memory, flow);
+ *   BENCH_ONLY=throughput,neon      only these parts (throughput, curve, fsync, neon, latency, claims, memory, flow);
  *                                   prints the tables instead of writing results/
  *   npm run bench -- --flow         also the flow-control scenarios (issue 14: per-key concurrency
  *                                   with 1, 100 and 10,000 keys, a rate limit that never throttles,
@@ -32,6 +32,13 @@ const HISTORY = QUICK ? [0, 100_000] : [0, 100_000, 1_000_000];
 const BACKLOG = QUICK ? 100_000 : 1_000_000;
 const MEMORY_BACKLOG = QUICK ? 20_000 : 100_000;
 const LATENCY = { rate: 100, samples: QUICK ? 200 : 500 };
+/** The concurrency curve's backlog (issue 17: 100k). */
+const CURVE_JOBS = QUICK ? 10_000 : 100_000;
+/** Concurrent ticks on the curve, and the slots of each (issue 17's shapes: × 100 up to 4 ticks, × 25 beyond). */
+const CURVE_TICKS = QUICK ? [1, 4, 48] : [1, 4, 16, 48, 96];
+const perTickOf = (ticks: number) => (ticks <= 4 ? 100 : 25);
+/** Connections of the raw-SQL floors on the curve. */
+const RAW_CONNECTIONS = QUICK ? [1, 8] : [1, 4, 8];
 const ONLY = process.env.BENCH_ONLY?.split(',').map((p) => p.trim()).filter(Boolean);
 /** The flow-control part runs only when asked for (it adds minutes: the 1-key run claims 5 jobs at a time). */
 const FLOW = process.argv.includes('--flow') || process.env.BENCH_FLOW === '1' || (ONLY?.includes('flow') ?? false);
@@ -42,19 +49,55 @@ const part = <T,>(name: string, run: () => Promise<T>, skipped: T): Promise<T> =
 type Server = Pick<BenchServer, 'adminUrl' | 'postmasterPid'>;
 type Configured = { key: string; kind: 'skiplock' | 'empty'; run: (url: string, server: Server) => Promise<ThroughputResult> };
 
-const base = (url: string, s: Server) => ({ url, adminUrl: s.adminUrl, postmasterPid: s.postmasterPid, jobs: JOBS, concurrency: CONCURRENCY });
+const base = (url: string, s: Server, jobs = JOBS) => ({ url, adminUrl: s.adminUrl, postmasterPid: s.postmasterPid, jobs, concurrency: CONCURRENCY });
 
 /** Every throughput configuration, each with the same total concurrency. */
 const THROUGHPUT: Configured[] = [
   { key: 'raw', kind: 'skiplock', run: (u, a) => runInChild('rawSqlThroughput', base(u, a)) },
+  { key: 'raw-8', kind: 'skiplock', run: (u, a) => runInChild('rawSqlThroughput', { ...base(u, a), connections: 8 }) },
   { key: 'skiplock-1', kind: 'skiplock', run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a), ticks: 1 }) },
   { key: 'skiplock-2', kind: 'skiplock', run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a), ticks: 2 }) },
+  { key: 'skiplock-4x100', kind: 'skiplock', run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a), ticks: 4, perTick: 100 }) },
+  { key: 'skiplock-default', kind: 'skiplock', run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a), ticks: 1, perTick: 'default' }) },
   { key: 'skiplock-fresh', kind: 'skiplock', run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a), ticks: 1, tableStats: 'fresh' }) },
   { key: 'pg-boss-1', kind: 'empty', run: (u, a) => runInChild('pgBossThroughput', { ...base(u, a), localConcurrency: 1 }) },
   { key: 'pg-boss-2', kind: 'empty', run: (u, a) => runInChild('pgBossThroughput', { ...base(u, a), localConcurrency: 2 }) },
   { key: 'pg-boss-4', kind: 'empty', run: (u, a) => runInChild('pgBossThroughput', { ...base(u, a), localConcurrency: 4 }) },
   { key: 'graphile-101', kind: 'empty', run: (u, a) => runInChild('graphileThroughput', { ...base(u, a), localQueueSize: CONCURRENCY + 1 }) },
   { key: 'graphile-500', kind: 'empty', run: (u, a) => runInChild('graphileThroughput', { ...base(u, a), localQueueSize: 500 }) },
+];
+
+/**
+ * The concurrency curve (issue 17), at a 100,000-job backlog: skiplock with 1, 4, 16, 48 and 96
+ * ticks at once (× 100 slots up to 4 ticks, × 25 beyond: many small concurrent invocations, the
+ * serverless shape), one tick at the default concurrency, the raw-SQL floor on 1, 4 and 8
+ * connections, and the peers at their best tunings of the 20k table (pg-boss 2 × 50,
+ * graphile-worker local queue 500).
+ */
+const CURVE: Configured[] = [
+  ...CURVE_TICKS.map((ticks): Configured => ({
+    key: `curve-${ticks}x${perTickOf(ticks)}`,
+    kind: 'skiplock',
+    run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a, CURVE_JOBS), ticks, perTick: perTickOf(ticks) }),
+  })),
+  { key: 'curve-default', kind: 'skiplock', run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a, CURVE_JOBS), ticks: 1, perTick: 'default' }) },
+  ...RAW_CONNECTIONS.map((connections): Configured => ({
+    key: `curve-raw-${connections}`,
+    kind: 'skiplock',
+    run: (u, a) => runInChild('rawSqlThroughput', { ...base(u, a, CURVE_JOBS), connections }),
+  })),
+  { key: 'curve-pg-boss-2', kind: 'empty', run: (u, a) => runInChild('pgBossThroughput', { ...base(u, a, CURVE_JOBS), localConcurrency: 2 }) },
+  { key: 'curve-graphile-500', kind: 'empty', run: (u, a) => runInChild('graphileThroughput', { ...base(u, a, CURVE_JOBS), localQueueSize: 500 }) },
+];
+
+/**
+ * With fsync on (a second server: fsync, synchronous_commit and full_page_writes on, as in
+ * production), the 20k table's main configurations, to put beside their fsync-off figures.
+ */
+const FSYNC_KEYS = ['raw', 'raw-8', 'skiplock-1', 'skiplock-4x100', 'skiplock-default', 'pg-boss-2', 'graphile-500'];
+const FSYNC: Configured[] = [
+  ...THROUGHPUT.filter((c) => FSYNC_KEYS.includes(c.key)),
+  { key: 'skiplock-48x25', kind: 'skiplock', run: (u, a) => runInChild('skiplockThroughput', { ...base(u, a), ticks: 48, perTick: 25 }) },
 ];
 
 /**
@@ -88,7 +131,7 @@ function median(values: readonly number[]): number {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 }
 
-function summarize(key: string, runs: ThroughputResult[]): ThroughputSummary {
+function summarize(key: string, runs: ThroughputResult[], loads: number[] = []): ThroughputSummary {
   const sorted = [...runs].sort((a, b) => a.jobsPerSec - b.jobsPerSec);
   const mid = sorted[Math.floor((sorted.length - 1) / 2)]!;
   for (const r of runs) if (r.completed !== r.jobs || r.handled !== r.jobs) throw new Error(`${key}: ${r.completed}/${r.handled} of ${r.jobs} jobs`);
@@ -104,21 +147,25 @@ function summarize(key: string, runs: ThroughputResult[]): ThroughputSummary {
     serverCpuMsPerKJob: med((r) => r.serverCpuMsPerKJob),
     serverStatementMsPerKJob: med((r) => r.serverStatementMsPerKJob),
     rounds: runs.map((r) => r.jobsPerSec),
+    loads,
   };
 }
 
 async function throughput(server: BenchServer, configs = THROUGHPUT, label = 'throughput'): Promise<ThroughputSummary[]> {
   const runs = new Map<string, ThroughputResult[]>(configs.map((c) => [c.key, []]));
+  const loads = new Map<string, number[]>(configs.map((c) => [c.key, []]));
   for (let round = 1; round <= ROUNDS; round++) {
     // A different order each round, so that no configuration always runs first or last.
     const order = configs.map((c, i) => configs[(i + round - 1) % configs.length]!);
     for (const c of order) {
+      const load = Math.round(loadavg()[0]! * 100) / 100;
       const r = await c.run(await newDatabase(server, c.kind), server);
       runs.get(c.key)!.push(r);
-      log(`${label} round ${round}: ${c.key} ${r.jobsPerSec} jobs/s, ${r.roundTripsPerJob} round trips/job, ${r.roundTripsPerBatch ?? '–'} per batch (mean ${r.meanBatch ?? '–'})`);
+      loads.get(c.key)!.push(load);
+      log(`${label} round ${round}: ${c.key} ${r.jobsPerSec} jobs/s (load ${load}), CPU ${r.clientCpuMsPerKJob} + ${r.serverCpuMsPerKJob} ms/1k, ${r.roundTripsPerJob} round trips/job, ${r.roundTripsPerBatch ?? '–'} per batch (mean ${r.meanBatch ?? '–'})`);
     }
   }
-  return configs.map((c) => summarize(c.key, runs.get(c.key)!));
+  return configs.map((c) => summarize(c.key, runs.get(c.key)!, loads.get(c.key)!));
 }
 
 async function neonHttp(server: BenchServer): Promise<{ summary?: ThroughputSummary; note?: string }> {
@@ -184,6 +231,17 @@ async function memory(server: BenchServer) {
   return m;
 }
 
+/** A second server with fsync on, for the fsync part; stopped after it. */
+async function withDurableServer<T>(run: (server: BenchServer) => Promise<T>): Promise<T> {
+  log('starting PostgreSQL with fsync on');
+  const durable = await startBenchServer({ durable: true });
+  try {
+    return await run(durable);
+  } finally {
+    await durable.stop();
+  }
+}
+
 async function main() {
   const started = performance.now();
   const load = [loadavg()[0]!];
@@ -201,11 +259,13 @@ async function main() {
         postgres: server.version,
         loadAverage: [],
       },
-      params: { jobs: JOBS, concurrency: CONCURRENCY, rounds: ROUNDS, latency: LATENCY, memoryBacklog: MEMORY_BACKLOG },
+      params: { jobs: JOBS, concurrency: CONCURRENCY, rounds: ROUNDS, latency: LATENCY, memoryBacklog: MEMORY_BACKLOG, curveJobs: CURVE_JOBS },
       roundTripCounting: server.statStatements
         ? 'client: every query() on a pg.Client of the database under test; server: pg_stat_statements calls for that database'
         : 'client: every query() on a pg.Client of the database under test (pg_stat_statements not available)',
       throughput: await part('throughput', () => throughput(server), []),
+      curve: await part('curve', () => throughput(server, CURVE, 'curve'), undefined),
+      fsyncOn: await part('fsync', () => withDurableServer((durable) => throughput(durable, FSYNC, 'fsync on')), undefined),
       neonHttp: await part('neon', () => neonHttp(server), { note: 'not run' }),
       latency: await part('latency', () => latency(server), []),
       claimLatency: await part('claims', () => claims(server), []),

@@ -20,14 +20,23 @@ export interface BenchServer {
   version: string;
   /** The postmaster's pid, to read the server's CPU time (cpu.ts). */
   postmasterPid: number;
-  /** A new empty database, or a copy of the migrated skiplock template. */
-  createDatabase(name: string, kind: 'skiplock' | 'empty'): Promise<string>;
+  /** Whether fsync (and synchronous_commit, full_page_writes) are on: a durable server. */
+  durable: boolean;
+  /** A new empty database, or a copy of the migrated skiplock template (or of a template made with createTemplate). */
+  createDatabase(name: string, kind: 'skiplock' | 'empty' | { template: string }): Promise<string>;
+  /** A template database migrated by `migrateIt` (ab.ts: another tree's migrations). */
+  createTemplate(name: string, migrateIt: (url: string) => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
 const TEMPLATE = 'bench_skiplock_template';
 
-export async function startBenchServer(): Promise<BenchServer> {
+/**
+ * `durable`: fsync, synchronous_commit and full_page_writes on, as a production server runs
+ * (the default is the test server's settings: all three off).
+ */
+export async function startBenchServer(options: { durable?: boolean } = {}): Promise<BenchServer> {
+  const settings: Record<string, string> = options.durable ? { fsync: 'on', synchronous_commit: 'on', full_page_writes: 'on' } : {};
   const root = await mkdtemp(join(tmpdir(), 'skiplock-bench-'));
   await chmod(root, 0o755);
   const dir = join(root, 'data');
@@ -40,7 +49,7 @@ export async function startBenchServer(): Promise<BenchServer> {
     await setup.query(statement(`ALTER SYSTEM SET pg_stat_statements.track_planning = on`));
     await setup.close();
     await first.stop();
-    pg = await startLocalPostgres({ dir, port: first.port, persistent: false });
+    pg = await startLocalPostgres({ dir, port: first.port, persistent: false, settings });
     const admin = createPgDriver(pg.url, { max: 2 });
     let statStatements = true;
     await admin.query(statement(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)).catch(() => (statStatements = false));
@@ -55,9 +64,15 @@ export async function startBenchServer(): Promise<BenchServer> {
       statStatements,
       version: String(v?.v ?? '?'),
       postmasterPid: postmasterPidOf(dir),
+      durable: options.durable ?? false,
       async createDatabase(name, kind) {
-        await admin.query(statement(`CREATE DATABASE ${name} TEMPLATE ${kind === 'skiplock' ? TEMPLATE : 'template0'}`));
+        const template = typeof kind === 'object' ? kind.template : kind === 'skiplock' ? TEMPLATE : 'template0';
+        await admin.query(statement(`CREATE DATABASE ${name} TEMPLATE ${template}`));
         return server.urlFor(name);
+      },
+      async createTemplate(name, migrateIt) {
+        await admin.query(statement(`CREATE DATABASE ${name}`));
+        await migrateIt(server.urlFor(name));
       },
       async stop() {
         await admin.close();

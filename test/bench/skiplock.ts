@@ -17,6 +17,8 @@ import {
   finishResult,
   latencyResult,
   readServerCounters,
+  readStatementStats,
+  sampleWaits,
   analyzeDatabase,
   waitFor,
   type LatencyParams,
@@ -26,8 +28,13 @@ import {
 } from './harness.ts';
 
 export interface SkiplockThroughputParams extends ThroughputParams {
-  /** Ticks running at once; each gets concurrency / ticks slots. Default 1. */
+  /** Ticks running at once; each gets concurrency / ticks slots (or `perTick`). Default 1. */
   ticks?: number;
+  /**
+   * Slots per tick, instead of concurrency / ticks (issue 17's shapes: 4 ticks × 100, 48 × 25);
+   * 'default': tick() without a concurrency option, the library's default (10).
+   */
+  perTick?: number | 'default';
   /** Default pg. */
   driver?: 'pg' | 'neon-http';
   /** For neon-http: the local proxy's /sql endpoint. */
@@ -98,20 +105,22 @@ export async function skiplockThroughput(p: SkiplockThroughputParams): Promise<T
     const before = await readServerCounters(p.adminUrl, database, p.postmasterPid);
     counted.reset();
     pgCounter.reset(database);
-    const perTick = Math.floor(p.concurrency / ticks);
+    const perTick = p.perTick ?? Math.floor(p.concurrency / ticks);
+    const stopSampling = process.env.BENCH_WAITS === '1' && p.adminUrl ? await sampleWaits(p.adminUrl, database) : undefined;
     const results = await Promise.all(
-      Array.from({ length: ticks }, () => skiplock.tick({ untilIdle: true, concurrency: perTick, budgetMs: 600_000 })),
+      Array.from({ length: ticks }, () => skiplock.tick({ untilIdle: true, ...(perTick === 'default' ? {} : { concurrency: perTick }), budgetMs: 600_000 })),
     );
     const ms = performance.now() - firstStart;
+    const waits = await stopSampling?.();
     const roundTrips = p.driver === 'neon-http' ? counted.counts.statements : pgCounter.read(database);
     const after = await readServerCounters(p.adminUrl, database, p.postmasterPid);
     const completed = await countRows(p.url, `SELECT count(*) AS n FROM skiplock.job WHERE status = 'DONE'`);
     const done = results.reduce((sum, r) => sum + r.done, 0);
     if (done !== completed) throw new Error(`ticks reported ${done} done, the table has ${completed}`);
-    return finishResult(
+    const result = finishResult(
       {
         system: p.driver === 'neon-http' ? 'skiplock (Neon HTTP)' : 'skiplock',
-        config: `${ticks === 1 ? 'one tick' : `${ticks} ticks`} × concurrency ${perTick}, ${p.driver ?? 'pg'} driver${p.tableStats === 'fresh' ? ', just-filled table (no statistics yet)' : ''}${flow ? `, ${describeFlow(flow) || 'plain task'}` : ''}`,
+        config: `${ticks === 1 ? 'one tick' : `${ticks} ticks`} × concurrency ${perTick === 'default' ? '10 (the default)' : perTick}, ${p.driver ?? 'pg'} driver${p.tableStats === 'fresh' ? ', just-filled table (no statistics yet)' : ''}${flow ? `, ${describeFlow(flow) || 'plain task'}` : ''}`,
         jobs: p.jobs,
         completed,
         handled,
@@ -121,6 +130,9 @@ export async function skiplockThroughput(p: SkiplockThroughputParams): Promise<T
       },
       { before, after },
     );
+    if (p.adminUrl) result.statements = (await readStatementStats(p.adminUrl, database)).slice(0, 5);
+    if (waits) result.waits = waits;
+    return result;
   } finally {
     await counted.sql.close();
   }

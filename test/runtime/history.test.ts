@@ -62,6 +62,51 @@ describe('attempt history', () => {
     expect(job.lastError).toContain('at handler');
   });
 
+  test('as stored: one JSON object per ended attempt before the last, nine keys; the DONE attempt is read from the row (no entry built per job)', async () => {
+    const task = defineTask({ name: 'stored', payload: z.object({}), backoff: () => 0, handler: (_p, ctx) => {
+      if (ctx.attempt === 1) throw new Error('first');
+    } });
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], now: steppingClock(), log: quiet });
+    const { id } = await skiplock.enqueue({ task: 'stored', payload: {} });
+    await skiplock.tick({ untilIdle: true, workerName: 'w1' });
+    const [row] = await db.sql.query<{ history: Record<string, unknown>[]; finished_by: string | null }>(
+      statement(`SELECT history, finished_by FROM skiplock.job WHERE id = $1`, [id]),
+    );
+    // Stored: the retry's entry only. The DONE attempt's worker is kept in finished_by.
+    expect(row!.history).toHaveLength(1);
+    const [e] = row!.history;
+    expect(Object.keys(e!).sort()).toEqual(['attempt', 'durationMs', 'endedAt', 'error', 'outcome', 'progress', 'startedAt', 'traceparent', 'worker']);
+    expect(e).toMatchObject({ attempt: 1, outcome: 'retry', error: 'Error: first', progress: null, traceparent: null, durationMs: 1000 });
+    expect(e!.startedAt).toMatch(/^2026-06-01T12:00:\d\d\+00:00$/);
+    expect(e!.worker).toMatch(/^w1:/);
+    expect(row!.finished_by).toMatch(/^w1:/);
+    // Read: both attempts, the last one from the row's columns.
+    const job = (await skiplock.getJob(id))!;
+    expect(job.history).toEqual([
+      expect.objectContaining({ attempt: 1, outcome: 'retry' }),
+      {
+        attempt: 2, outcome: 'done', error: null, progress: null, traceparent: null, worker: row!.finished_by,
+        startedAt: job.startedAt, endedAt: job.finishedAt, durationMs: job.finishedAt!.getTime() - job.startedAt!.getTime(),
+      },
+    ]);
+  });
+
+  test('a job finished DONE before migration 013 (its entry stored) is read with that entry once', async () => {
+    const task = defineTask({ name: 'old-done', payload: z.object({}), handler: () => {} });
+    const skiplock = createSkiplock({ sql: db.sql, tasks: [task], now: steppingClock(), log: quiet });
+    const { id } = await skiplock.enqueue({ task: 'old-done', payload: {} });
+    await skiplock.tick({ untilIdle: true, workerName: 'w1' });
+    const before = (await skiplock.getJob(id))!;
+    // As the result write before migration 013 left it: the entry in history, no finished_by.
+    await db.sql.query(statement(
+      `UPDATE skiplock.job SET history = jsonb_build_array(jsonb_build_object('attempt', 1, 'startedAt', started_at, 'endedAt', finished_at,
+         'durationMs', 1000, 'outcome', 'done', 'error', NULL, 'worker', 'old:1', 'progress', NULL, 'traceparent', NULL)), finished_by = NULL WHERE id = $1`,
+      [id],
+    ));
+    const after = (await skiplock.getJob(id))!;
+    expect(after.history).toEqual([{ ...before.history[0]!, worker: 'old:1' }]);
+  });
+
   test(`bounded: the last ${HISTORY_LIMIT} attempts are kept`, async () => {
     const task = defineTask({ name: 'always-fails', payload: z.object({}), maxAttempts: 25, backoff: () => 0, handler: (_p, ctx) => {
       throw new Error(`failure ${ctx.attempt}`);

@@ -1,0 +1,121 @@
+/**
+ * A/B: this tree against another checkout of skiplock (e.g. `git worktree add ../base <commit>`
+ * and `npm ci` there), on one embedded PostgreSQL, interleaved (A, B, B, A, …: each round swaps
+ * which goes first), so that the machine's load weighs on both alike. Each side runs its own
+ * bench code (its test/bench/child.ts) against a database copied from a template migrated with
+ * its own migrations.
+ *
+ *   node --experimental-strip-types test/bench/ab.ts /path/to/base [scenario,...]
+ *     BENCH_ROUNDS (default 5), BENCH_JOBS (default 20,000)
+ *     scenarios: raw (completeAndClaim loop, batch 100, one connection), tick (one tick × 100)
+ *     AB_VARIANTS=name:ENV=1,name2:ENV=2: more sides, this tree with these environment variables
+ *
+ * Prints, per side and scenario: jobs/s, CPU ms per 1,000 jobs (worker + PostgreSQL), statement
+ * ms per 1,000 jobs, and the claim statement's mean time per call (pg_stat_statements), medians,
+ * with the load average at each run.
+ */
+import { loadavg } from 'node:os';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { runInChild } from './child.ts';
+import { databaseOf, readStatementStats, type ThroughputResult } from './harness.ts';
+import { startBenchServer } from './server.ts';
+
+const [baseDir, scenarioArg] = process.argv.slice(2);
+if (!baseDir) throw new Error('usage: ab.ts /path/to/base/tree [raw,tick]');
+const ROUNDS = Number(process.env.BENCH_ROUNDS) || 5;
+const JOBS = Number(process.env.BENCH_JOBS) || 20_000;
+const SCENARIOS = (scenarioArg ?? 'raw,tick').split(',');
+
+interface Side { name: string; childFile: string; template: string; env?: Record<string, string> }
+const here = resolve(import.meta.dirname, '../..');
+const sides: Side[] = [
+  { name: 'base', childFile: resolve(baseDir, 'test/bench/child.ts'), template: 'ab_base_template' },
+  { name: 'head', childFile: resolve(here, 'test/bench/child.ts'), template: 'ab_head_template' },
+  ...(process.env.AB_VARIANTS ?? '').split(',').filter(Boolean).map((v) => {
+    const [name, ...assignments] = v.split(':');
+    const env = Object.fromEntries(assignments.map((a) => a.split('=') as [string, string]));
+    return { name: name!, childFile: resolve(here, 'test/bench/child.ts'), template: 'ab_head_template', env };
+  }),
+];
+
+async function migrator(tree: string) {
+  const { migrate } = (await import(pathToFileURL(resolve(tree, 'src/store/migrate.ts')).href)) as typeof import('../../src/store/migrate.ts');
+  const { loadMigrations } = (await import(pathToFileURL(resolve(tree, 'src/store/migrations-fs.ts')).href)) as typeof import('../../src/store/migrations-fs.ts');
+  const { createPgDriver } = (await import(pathToFileURL(resolve(tree, 'src/store/drivers/pg.ts')).href)) as typeof import('../../src/store/drivers/pg.ts');
+  return async (url: string) => {
+    const sql = createPgDriver(url, { max: 1 });
+    try {
+      await migrate(sql, await loadMigrations(resolve(tree, 'migrations') + '/'));
+    } finally {
+      await sql.close();
+    }
+  };
+}
+
+interface Row { side: string; scenario: string; load: number; r: ThroughputResult; claimMeanMs: number; claimCalls: number; walPerJob: number; hitPerJob: number; dirtiedPerJob: number }
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const log = (m: string) => process.stderr.write(`[ab ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
+
+const server = await startBenchServer({ durable: process.env.BENCH_FSYNC === 'on' });
+try {
+  await server.createTemplate('ab_base_template', await migrator(resolve(baseDir)));
+  await server.createTemplate('ab_head_template', await migrator(here));
+  const rows: Row[] = [];
+  let n = 0;
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const scenario of SCENARIOS) {
+      const order = round % 2 ? sides : [...sides].reverse();
+      for (const side of order) {
+        const url = await server.createDatabase(`ab_${++n}`, { template: side.template });
+        const params = { url, adminUrl: server.adminUrl, postmasterPid: server.postmasterPid, jobs: JOBS, concurrency: 100 };
+        const load = loadavg()[0]!;
+        const r = scenario === 'raw'
+          ? await runInChild('rawSqlThroughput', params, side.childFile, side.env)
+          : await runInChild('skiplockThroughput', { ...params, ticks: 1 }, side.childFile, side.env);
+        const stats = await readStatementStats(server.adminUrl, databaseOf(url));
+        const claim = stats.filter((s) => s.query.startsWith('WITH results AS'));
+        const calls = claim.reduce((a, s) => a + s.calls, 0);
+        const claimMeanMs = claim.reduce((a, s) => a + s.totalMs, 0) / Math.max(1, calls);
+        const sum = (f: (x: (typeof claim)[number]) => number) => claim.reduce((a, x) => a + f(x), 0) / JOBS;
+        rows.push({ side: side.name, scenario, load, r, claimMeanMs, claimCalls: calls, walPerJob: sum((x) => x.walBytes), hitPerJob: sum((x) => x.sharedBlksHit), dirtiedPerJob: sum((x) => x.sharedBlksDirtied) });
+        log(`round ${round} ${scenario} ${side.name}: ${r.jobsPerSec} jobs/s, CPU ${r.clientCpuMsPerKJob} + ${r.serverCpuMsPerKJob} ms/1k, statements ${r.serverStatementMsPerKJob} ms/1k, claim ${claimMeanMs.toFixed(3)} ms × ${calls} (load ${load.toFixed(2)})`);
+      }
+    }
+  }
+  const out: string[] = [
+    `A/B, ${JOBS.toLocaleString('en')} no-op jobs, ${ROUNDS} rounds interleaved, fsync ${server.durable ? 'on' : 'off'}; medians`,
+    '',
+    '| scenario | side | jobs/s | vs base | worker + PostgreSQL CPU ms / 1,000 jobs | vs base | statement ms / 1,000 jobs | claim statement ms / call | claim WAL bytes / job | buffers hit / job | dirtied / job | load average (min–max) |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+  ];
+  for (const scenario of SCENARIOS) {
+    const base = rows.filter((x) => x.side === 'base' && x.scenario === scenario);
+    const baseJps = median(base.map((x) => x.r.jobsPerSec));
+    const baseCpu = median(base.map((x) => (x.r.clientCpuMsPerKJob ?? 0) + (x.r.serverCpuMsPerKJob ?? 0)));
+    for (const side of sides) {
+      const mine = rows.filter((x) => x.side === side.name && x.scenario === scenario);
+      const jps = median(mine.map((x) => x.r.jobsPerSec));
+      const cpuW = median(mine.map((x) => x.r.clientCpuMsPerKJob ?? 0));
+      const cpuS = median(mine.map((x) => x.r.serverCpuMsPerKJob ?? 0));
+      const cpu = median(mine.map((x) => (x.r.clientCpuMsPerKJob ?? 0) + (x.r.serverCpuMsPerKJob ?? 0)));
+      const stmt = median(mine.map((x) => x.r.serverStatementMsPerKJob ?? 0));
+      const claim = median(mine.map((x) => x.claimMeanMs));
+      const loads = mine.map((x) => x.load);
+      const wal = median(mine.map((x) => x.walPerJob));
+      const hit = median(mine.map((x) => x.hitPerJob));
+      const dirtied = median(mine.map((x) => x.dirtiedPerJob));
+      out.push(
+        `| ${scenario} | ${side.name} | ${Math.round(jps).toLocaleString('en')} | ${((100 * jps) / baseJps).toFixed(1)}% | ${cpuW.toFixed(1)} + ${cpuS.toFixed(1)} = ${cpu.toFixed(1)} | ${((100 * cpu) / baseCpu).toFixed(1)}% | ${stmt.toFixed(1)} | ${claim.toFixed(3)} | ${Math.round(wal)} | ${hit.toFixed(1)} | ${dirtied.toFixed(2)} | ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)} |`,
+      );
+    }
+  }
+  process.stdout.write(`${out.join('\n')}\n`);
+  process.stdout.write(`\n${JSON.stringify(rows.map((x) => ({ side: x.side, scenario: x.scenario, load: x.load, jps: x.r.jobsPerSec, cpuW: x.r.clientCpuMsPerKJob, cpuS: x.r.serverCpuMsPerKJob, stmt: x.r.serverStatementMsPerKJob, claimMs: x.claimMeanMs })))}\n`);
+} finally {
+  await server.stop();
+}
