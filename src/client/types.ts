@@ -2,7 +2,7 @@
  * What the HTTP API sends and accepts, as plain types (CONTRACT.md "HTTP API"), and the task
  * typing of the client. Type-only: nothing here exists at run time.
  */
-import type { JobStatus, StepKind, StepStatus, TickResult } from '../core/types.ts';
+import type { JobStatus, JobStep, StepKind, StepStatus, TickResult } from '../core/types.ts';
 import type { ScheduleInput as LibraryScheduleInput } from '../runtime/schedule-definition.ts';
 import type { AnyTask, EnqueueInputOf, TaskList } from '../runtime/task-types.ts';
 import type { z } from 'zod';
@@ -48,29 +48,11 @@ export interface JobJson<Payload = unknown> {
   stepCount: number;
 }
 
-/** One durable step of a job (ctx.step, ctx.sleep, ctx.invoke), as GET /v1/jobs/:id sends it. */
-export interface JobStepJson {
-  id: string;
-  /** The order the handler reached it in, from 0. */
-  seq: number;
-  kind: StepKind;
-  /** step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed. */
-  status: StepStatus;
-  /** A step's stored JSON result, or an invoked child's result. */
-  output: unknown;
-  /** Why the step's last run threw, or why the child ended DEAD or CANCELLED. */
-  error: string | null;
-  /** Runs of the step's fn. */
-  attempts: number;
-  startedAt: string | null;
-  finishedAt: string | null;
-  durationMs: number | null;
-  /** sleep: when the job wakes. */
-  wakeAt: string | null;
-  /** invoke: the child job and its task. */
-  childId: string | null;
-  childTask: string | null;
-}
+/** A type as JSON carries it: each Date (or Date | null) field an ISO-8601 string (or null). */
+type AsJson<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
+
+/** One durable step of a job (ctx.step, ctx.sleep, ctx.invoke), as GET /v1/jobs/:id sends it: the library's JobStep, times as ISO strings. */
+export type JobStepJson = AsJson<JobStep>;
 
 /** A job that ctx.invoke enqueued. */
 export interface JobChildJson {
