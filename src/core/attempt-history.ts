@@ -4,9 +4,10 @@
  */
 
 /** How an attempt ended. `lease-lost`: its worker stopped renewing the lease and the reaper took the job back. */
-export type AttemptOutcome = 'done' | 'retry' | 'dead' | 'released' | 'lease-lost' | 'cancelled';
+/** sleeping: left on its own at ctx.sleep; waiting: at ctx.invoke (WAITING); released: stopped by the worker or yielding between steps. */
+export type AttemptOutcome = 'done' | 'retry' | 'dead' | 'released' | 'sleeping' | 'waiting' | 'lease-lost' | 'cancelled';
 
-export const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ['done', 'retry', 'dead', 'released', 'lease-lost', 'cancelled'];
+export const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ['done', 'retry', 'dead', 'released', 'sleeping', 'waiting', 'lease-lost', 'cancelled'];
 
 export interface AttemptRecord {
   /** 1 for the first run; a release gives its number back, so the next attempt has it again. */

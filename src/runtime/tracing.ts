@@ -135,6 +135,10 @@ export function settledOutcome(settled: Settled): string {
   switch (settled.kind) {
     case 'release':
       return 'released';
+    case 'suspend':
+      return settled.runAt === null ? 'released' : 'sleeping'; // a yield between steps, or ctx.sleep
+    case 'wait':
+      return 'waiting';
     case 'lost':
       return 'lease-lost';
     default:

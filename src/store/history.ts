@@ -14,7 +14,7 @@ export const HISTORY_LIMIT = 20;
 export const HISTORY_ERROR_CHARS = 1000;
 
 export interface AttemptEntrySql {
-  /** SQL text giving the outcome: 'done', 'retry', 'dead', 'released', 'lease-lost' or 'cancelled'. */
+  /** SQL text giving the outcome: one of ATTEMPT_OUTCOMES (src/core/attempt-history.ts). */
   outcome: string;
   /** SQL text giving the error, or NULL. Its stack (lines from the first "  at …") is cut off. */
   error: string;

@@ -228,7 +228,9 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
          finished_traceparent = CASE WHEN r.status = 'DONE' THEN r.trace END,
          -- src/store/history.ts: any other attempt's entry, by the statement that writes its outcome
          history = CASE WHEN r.status = 'DONE' THEN j.history ELSE ${appendAttempt({
-           outcome: `CASE WHEN r.status IN ('QUEUED', 'WAITING') THEN CASE WHEN j.cancel_requested THEN 'cancelled' WHEN r.release THEN 'released' ELSE 'retry' END ELSE lower(r.status) END`,
+           outcome: `CASE WHEN r.status IN ('QUEUED', 'WAITING') THEN CASE WHEN j.cancel_requested THEN 'cancelled' WHEN r.status = 'WAITING' THEN 'waiting'
+                                                           WHEN r.release AND r.run_at IS NOT NULL THEN 'sleeping' WHEN r.release THEN 'released' ELSE 'retry' END
+                         ELSE lower(r.status) END`,
            error: 'r.error',
            progress: `coalesce(r.progress -> 'value', j.progress)`,
            traceparent: 'r.trace',

@@ -131,5 +131,5 @@ test('the OpenAPI document has ?wait=, the 202, the traceparent header and the h
   expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['200', '201', '202', '400']));
   const job = doc.components.schemas.Job.properties;
   expect(Object.keys(job)).toEqual(expect.arrayContaining(['history', 'progress', 'traceparent', 'startedAt']));
-  expect(doc.components.schemas.AttemptRecord.properties.outcome.enum).toEqual(['done', 'retry', 'dead', 'released', 'lease-lost', 'cancelled']);
+  expect(doc.components.schemas.AttemptRecord.properties.outcome.enum).toEqual(['done', 'retry', 'dead', 'released', 'sleeping', 'waiting', 'lease-lost', 'cancelled']);
 });

@@ -152,7 +152,7 @@ describe('ctx.invoke', () => {
     expect(await sk.getJob(parent.id)).toMatchObject({ status: 'DONE', pendingChildren: 0 });
     expect(entries.after).toBe(1);
     // Exactly one WAITING → QUEUED wake in the parent's history: one attempt that waited, one that finished.
-    expect((await sk.getJob(parent.id))!.history.map((h) => h.outcome)).toEqual(['released', 'done']);
+    expect((await sk.getJob(parent.id))!.history.map((h) => h.outcome)).toEqual(['waiting', 'done']);
   }, 30_000);
 
   test('a DEAD child raises ChildJobError in the parent (DEAD); a person retries the child, it succeeds, the parent resumes to DONE', async () => {

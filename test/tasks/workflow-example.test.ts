@@ -58,6 +58,9 @@ test('signup-workflow: every step once, the sleep in the queue, three children f
   // Each step's fn ran once; the account kept its id across the sleep.
   expect(done.steps.filter((s) => s.kind === 'step').every((s) => s.attempts === 1)).toBe(true);
   expect(done.steps[0]!.output).toEqual({ userId, email: 'ada@example.com' });
+  // The attempt history says how each run left: asleep, waiting for its children, then done.
+  expect(done.history.map((h) => h.outcome)).toEqual(['sleeping', 'waiting', 'done']);
+  expect(done.attempts).toBe(1);
   // Each invoke names its child, whose result is the step's output.
   expect(done.children.map((c) => [c.task, c.status, c.parentStep])).toEqual([
     ['notify', 'DONE', 'notify-crm'],

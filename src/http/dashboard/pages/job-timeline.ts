@@ -14,6 +14,8 @@ const OUTCOME_TONE: Record<AttemptOutcome, 'ok' | 'warn' | 'bad' | 'muted'> = {
   'lease-lost': 'warn',
   dead: 'bad',
   released: 'muted',
+  sleeping: 'muted',
+  waiting: 'muted',
   cancelled: 'muted',
 };
 
@@ -23,6 +25,8 @@ const OUTCOME_TEXT: Record<AttemptOutcome, string> = {
   'lease-lost': 'lease lost',
   dead: 'failed, dead',
   released: 'released',
+  sleeping: 'asleep (ctx.sleep)',
+  waiting: 'waiting for its children',
   cancelled: 'cancelled',
 };
 
