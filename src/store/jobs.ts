@@ -7,7 +7,7 @@
 import { MS, NOW, clock, leaseUntil, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
 import { appendAttempt } from './history.ts';
-import { statement, type Statement } from './sql.ts';
+import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
 
 export interface NewJobRow {
@@ -40,7 +40,7 @@ export interface NewJobRow {
  * reads such keys again with jobsByIdempotencyKey, a new statement with a new snapshot.
  */
 export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): Statement {
-  return statement(
+  return preparedStatement(
     `WITH input AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(
          ord int, task text, payload jsonb, priority smallint, run_at timestamptz, delay_ms bigint,
@@ -199,7 +199,7 @@ export interface FlowLimitRow {
 export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   const limited = (p.flowLimits?.length ?? 0) > 0;
   const limitedNames = new Set(p.flowLimits?.map((l) => l.task));
-  return statement(
+  return preparedStatement(
     `WITH results AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb)
          AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb, locked_by text,
@@ -345,7 +345,7 @@ export function extendLeases(p: {
   leaseMs: number;
   leaseGraceMs: number;
 }): Statement {
-  return statement(
+  return preparedStatement(
     `WITH held AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int, locked_by text, progress jsonb))
      UPDATE skiplock.job j SET
        locked_until = greatest(j.locked_until, ${leaseUntil('$5', '$4')}),

@@ -7,6 +7,12 @@
 export interface Statement {
   readonly text: string;
   readonly values: readonly unknown[];
+  /**
+   * A hot statement (the claim, heartbeats, enqueues, step writes): a driver that can keeps it
+   * prepared per connection, so PostgreSQL parses and plans it once instead of on every call
+   * (src/store/drivers/pool.ts). Its text must not embed values: one text, one prepared statement.
+   */
+  readonly prepare?: boolean;
 }
 
 export type Row = Record<string, unknown>;
@@ -23,6 +29,11 @@ export interface Sql {
 /** Builds a statement; the tag keeps SQL builders short and greppable. */
 export function statement(text: string, values: readonly unknown[] = []): Statement {
   return { text, values };
+}
+
+/** A hot statement, prepared by drivers that can (Statement.prepare). */
+export function preparedStatement(text: string, values: readonly unknown[] = []): Statement {
+  return { text, values, prepare: true };
 }
 
 /** The SQLSTATE of a driver error, if it carries one (pg and Neon both set `.code`). */

@@ -9,7 +9,7 @@
  */
 import { MS, NOW, clock, leaseUntil, type Clock } from './clock.ts';
 import type { NewJobRow } from './jobs.ts';
-import { statement, type Statement } from './sql.ts';
+import { preparedStatement, statement, type Statement } from './sql.ts';
 
 /** The steps of these jobs, in the order their handlers reached them. */
 export function listJobSteps(p: { jobIds: readonly string[] }): Statement {
@@ -80,7 +80,7 @@ export function writeStep(p: StepFence & {
   error: string | null;
   durationMs: number;
 }): Statement {
-  return statement(
+  return preparedStatement(
     `WITH ${fenceCte('$8::int')},
      written AS (
        INSERT INTO skiplock.job_step AS s (job_id, id, seq, kind, status, output, error, attempts, started_at, finished_at, duration_ms)

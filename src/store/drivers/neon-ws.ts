@@ -22,5 +22,6 @@ export function createNeonWsDriver(connectionString: string, options: NeonWsOpti
   }
   const pool = new Pool({ connectionString, max: options.max ?? 10 });
   pool.on('error', () => {});
-  return createPoolDriver(pool as unknown as PgPoolLike, true);
+  // Unprepared, as before: through Neon's pooler, prepared statements depend on its settings.
+  return createPoolDriver(pool as unknown as PgPoolLike, true, { preparedStatements: false });
 }

@@ -9,6 +9,14 @@ import { createPoolDriver, type PgPoolLike } from './pool.ts';
  */
 export interface PgPoolOptions {
   max?: number;
+  /**
+   * Keep the hot statements (the claim, heartbeats, enqueues, step writes) prepared per
+   * connection: PostgreSQL parses and plans each once instead of on every call. Default true. Set
+   * false behind a pooler in transaction mode that does not keep prepared statements (PgBouncer
+   * before 1.21, or without max_prepared_statements); either way, a statement refused as
+   * unprepared is sent again unnamed and preparing stops (with one warning).
+   */
+  preparedStatements?: boolean;
   [option: string]: unknown;
 }
 
@@ -17,9 +25,10 @@ export interface PgPoolOptions {
  * `sslmode=require` and `channel_binding=require` (Neon's) are read as database-url.ts says.
  */
 export function createPgDriver(poolOrUrl: PgPoolLike | string, options: PgPoolOptions = {}): Sql {
-  if (typeof poolOrUrl !== 'string') return createPoolDriver(poolOrUrl, false);
-  const pool = new pg.Pool({ ...pgUrlOptions(poolOrUrl), ...options });
+  const { preparedStatements, ...poolOptions } = options;
+  if (typeof poolOrUrl !== 'string') return createPoolDriver(poolOrUrl, false, { preparedStatements });
+  const pool = new pg.Pool({ ...pgUrlOptions(poolOrUrl), ...poolOptions });
   // An idle client dropped by the server must not crash the process; the next query reconnects.
   pool.on('error', () => {});
-  return createPoolDriver(pool as unknown as PgPoolLike, true);
+  return createPoolDriver(pool as unknown as PgPoolLike, true, { preparedStatements });
 }
