@@ -247,7 +247,11 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
       return ms.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);
     },
     getJob: readJob,
-    enqueueStatement: (input) => prepareEnqueue(registry, [input], now())!.statement,
+    enqueueStatement: (input) => {
+      // { text, values } for the caller's own transaction, without the hint for skiplock's drivers.
+      const { text, values } = prepareEnqueue(registry, [input], now())!.statement;
+      return { text, values };
+    },
     migrate: (migrations) => migrate(config.sql, migrations),
     tickTotals: tickMetrics.totals,
     ...createAdminOperations(sql, now, registry),

@@ -93,6 +93,11 @@ const ways: Record<string, RunInTransaction> = {
 const jobsFor = async (orderId: string) =>
   db.sql.query({ text: `SELECT id::text, status, idempotency_key FROM skiplock.job WHERE payload->>'orderId' = $1 ORDER BY id`, values: [orderId] });
 
+test('the statement is exactly { text, values } (what the caller passes on; no hint meant for skiplock\'s own drivers)', () => {
+  const statement = skiplock.enqueueStatement({ task: 'fulfil-order', payload: { orderId: 'keys' } });
+  expect(Object.keys(statement).sort()).toEqual(['text', 'values']);
+});
+
 describe.each(Object.keys(ways))('%s', (way) => {
   const run = ways[way]!;
   const slug = way.split(' ')[0]!.toLowerCase() + way.length;
