@@ -2,7 +2,8 @@
  * What the HTTP API sends and accepts, as plain types (CONTRACT.md "HTTP API"), and the task
  * typing of the client. Type-only: nothing here exists at run time.
  */
-import type { JobStatus, JobStep, StepKind, StepStatus, TickResult } from '../core/types.ts';
+import type { Job, JobStatus, JobStep, StepKind, StepStatus, TickResult } from '../core/types.ts';
+import type { ScheduleInfo } from '../runtime/schedules.ts';
 import type { ScheduleInput as LibraryScheduleInput } from '../runtime/schedule-definition.ts';
 import type { AnyTask, EnqueueInputOf, TaskList } from '../runtime/task-types.ts';
 import type { z } from 'zod';
@@ -10,46 +11,15 @@ import type { z } from 'zod';
 export type { JobStatus, StepKind, StepStatus };
 export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskName, TaskPayload } from '../runtime/task-types.ts';
 
-/** A job as the API sends it: ids are strings, instants ISO-8601 strings in UTC. */
-export interface JobJson<Payload = unknown> {
-  id: string;
-  task: string;
-  payload: Payload;
-  status: JobStatus;
-  priority: number;
-  runAt: string;
-  attempts: number;
-  maxAttempts: number;
-  timeoutMs: number;
-  lockedBy: string | null;
-  lockedUntil: string | null;
-  lastError: string | null;
-  result: unknown;
-  idempotencyKey: string | null;
-  scheduleName: string | null;
-  scheduledFor: string | null;
-  createdAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
-  /** When the current (or last) attempt was claimed. */
-  startedAt: string | null;
-  /** The last 20 attempts, oldest first. */
-  history: AttemptRecordJson[];
-  /** What the handler last reported with ctx.progress; null when nothing. */
-  progress: unknown;
-  /** The W3C traceparent stored at enqueue. */
-  traceparent: string | null;
-  /** The job whose ctx.invoke enqueued this one, and that invoke's step id; null otherwise. */
-  parentId: string | null;
-  parentStep: string | null;
-  /** Children this job invoked that have not ended yet. */
-  pendingChildren: number;
-  /** Durable steps recorded; getJob lists them. */
-  stepCount: number;
-}
-
 /** A type as JSON carries it: each Date (or Date | null) field an ISO-8601 string (or null). */
 type AsJson<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
+
+/**
+ * A job as the API sends it (src/store/rows.ts jobToJson): the library's Job, ids as strings,
+ * instants as ISO-8601 strings in UTC, without what stays on the server (cancelRequested,
+ * scheduleState).
+ */
+export type JobJson<Payload = unknown> = AsJson<Omit<Job<Payload>, 'cancelRequested' | 'scheduleState' | 'history'> & { history: AttemptRecordJson[] }>;
 
 /** One durable step of a job (ctx.step, ctx.sleep, ctx.invoke), as GET /v1/jobs/:id sends it: the library's JobStep, times as ISO strings. */
 export type JobStepJson = AsJson<JobStep>;
@@ -77,7 +47,7 @@ export interface AttemptRecordJson {
   startedAt: string | null;
   endedAt: string;
   durationMs: number | null;
-  /** done, retry, dead, released, lease-lost or cancelled. */
+  /** done, retry, dead, released, sleeping, waiting, lease-lost or cancelled. */
   outcome: string;
   error: string | null;
   worker: string | null;
@@ -104,28 +74,8 @@ export interface StatsJson {
 /** What a tick did: numbers only, so the JSON is the library's TickResult itself. */
 export type TickResultJson = TickResult;
 
-export interface ScheduleJson {
-  name: string;
-  /** 'static': defined in the deployment's code; 'dynamic': put through the API. */
-  source: 'static' | 'dynamic';
-  cron: string | null;
-  /** The interval in ms, for `every` schedules. */
-  every: number | null;
-  daily: string[] | null;
-  tz: string;
-  task: string;
-  payload: unknown;
-  enabled: boolean;
-  catchUp: 'all' | 'latest' | 'none';
-  overlap: 'allow' | 'skip';
-  maxFiringsPerTick: number;
-  nextRunAt: string | null;
-  lastFiredAt: string | null;
-  lastScheduledFor: string | null;
-  lastJobId: string | null;
-  lastStatus: JobStatus | null;
-  state: unknown;
-}
+/** A schedule as the API sends it: the library's ScheduleInfo, instants as ISO-8601 strings. */
+export type ScheduleJson = AsJson<ScheduleInfo>;
 
 export interface SchedulePageJson {
   schedules: ScheduleJson[];
