@@ -11,9 +11,9 @@
 import { ChildJobError, isPermanent, PermanentError, SkiplockError, describeError, permanentTypeError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import type { Outcome } from '../core/state.ts';
-import type { Job, StepKind, StepStatus } from '../core/types.ts';
+import type { Job, JobStep, StepKind } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
-import { toDate } from '../store/rows.ts';
+import { mapJobStep, toDate } from '../store/rows.ts';
 import type { Row, Sql } from '../store/sql.ts';
 import { invokeChildren, readStepsForRun, writeSleep, writeStep, type InvokeRow, type StepFence } from '../store/steps.ts';
 import { prepareEnqueue } from './enqueue.ts';
@@ -40,18 +40,8 @@ export const STEP_LIMITS = {
   minYieldMarginMs: 100,
 } as const;
 
-/** A recorded step, as the run reads it. */
-export interface StoredStep {
-  id: string;
-  seq: number;
-  kind: StepKind;
-  status: StepStatus;
-  output: unknown;
-  error: string | null;
-  durationMs: number | null;
-  wakeAt: Date | null;
-  childId: string | null;
-  childTask: string | null;
+/** A recorded step, as the run reads it: the row, and for an invoke how its child ended. */
+export interface StoredStep extends JobStep {
   childStatus: 'DONE' | 'DEAD' | 'CANCELLED' | null;
 }
 
@@ -69,19 +59,7 @@ export async function loadSteps(sql: Sql, now: Clock, jobs: readonly Job[]): Pro
 }
 
 function toStoredStep(row: Row): StoredStep {
-  return {
-    id: String(row.id),
-    seq: Number(row.seq),
-    kind: row.kind as StepKind,
-    status: row.status as StepStatus,
-    output: row.output ?? null,
-    error: row.error === null || row.error === undefined ? null : String(row.error),
-    durationMs: row.duration_ms === null || row.duration_ms === undefined ? null : Number(row.duration_ms),
-    wakeAt: row.wake_at === null || row.wake_at === undefined ? null : toDate(row.wake_at),
-    childId: row.child_id === null || row.child_id === undefined ? null : String(row.child_id),
-    childTask: row.child_task === null || row.child_task === undefined ? null : String(row.child_task),
-    childStatus: (row.child_status ?? null) as StoredStep['childStatus'],
-  };
+  return { ...mapJobStep(row), childStatus: (row.child_status ?? null) as StoredStep['childStatus'] };
 }
 
 export interface StepRuntimeDeps {

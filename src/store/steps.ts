@@ -29,7 +29,8 @@ export function readStepsForRun(p: { now: Clock; jobIds: readonly string[] }): S
        RETURNING s.job_id, s.id
      )
      SELECT s.job_id::text AS job_id, s.id, s.seq, s.kind, CASE WHEN w.id IS NULL THEN s.status ELSE 'done' END AS status,
-            s.output, s.error, s.duration_ms, s.wake_at, s.child_id::text AS child_id, s.child_task, s.child_status
+            s.output, s.error, s.attempts, s.started_at, CASE WHEN w.id IS NULL THEN s.finished_at ELSE s.wake_at END AS finished_at,
+            s.duration_ms, s.wake_at, s.child_id::text AS child_id, s.child_task, s.child_status
        FROM skiplock.job_step s LEFT JOIN woke w ON w.job_id = s.job_id AND w.id = s.id
       WHERE s.job_id = ANY ($2::bigint[])
       ORDER BY s.job_id, s.seq`,
