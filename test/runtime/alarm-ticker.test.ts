@@ -16,7 +16,7 @@ beforeAll(async () => {
   skiplock = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {} });
 });
 afterAll(() => db.drop());
-beforeEach(() => db.sql.query(statement(`TRUNCATE skiplock.job CASCADE`)));
+beforeEach(() => db.emptyJobs());
 
 const insert = (sql: string) => db.sql.query(statement(sql));
 

@@ -10,7 +10,7 @@ import { createTestDb, type TestDb } from '../support/db.ts';
 let db: TestDb;
 beforeAll(async () => (db = await createTestDb()));
 afterAll(() => db.drop());
-beforeEach(async () => void (await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.job_step, skiplock.cron_firing`))));
+beforeEach(async () => void (await db.emptyJobs()));
 
 const quiet = () => {};
 const T0 = Date.parse('2026-06-01T12:00:00.000Z');

@@ -67,7 +67,7 @@ async function idleTickFor(ms: number, options: TickOptions, withSchedule: boole
 }
 
 test('an idle minute of one tick costs at most 60 statements (poll 1 s, as every platform sets it), schedules and upkeep included', async () => {
-  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.cron_firing, skiplock.schedule CASCADE`));
+  await db.emptyJobs('skiplock.schedule');
   const { total, counts, result } = await idleTickFor(60_000, { pollIntervalMs: 1_000 }, true);
   console.log(`idle minute, poll 1 s, one static schedule: ${total} statements`, counts);
   expect(result).toMatchObject({ claimed: 0, fired: 0 });
@@ -76,14 +76,14 @@ test('an idle minute of one tick costs at most 60 statements (poll 1 s, as every
 });
 
 test('the library default (pollIntervalMs 1 s) keeps the same bound', async () => {
-  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.cron_firing, skiplock.schedule CASCADE`));
+  await db.emptyJobs('skiplock.schedule');
   const { total, counts } = await idleTickFor(60_000, {}, false);
   console.log(`idle minute, library defaults, no schedule: ${total} statements`, counts);
   expect(total).toBeLessThanOrEqual(60);
 });
 
 test('a schedule that falls due while the tick runs still fires within the tick: the claiming statement says so', async () => {
-  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.cron_firing, skiplock.schedule CASCADE`));
+  await db.emptyJobs('skiplock.schedule');
   const task = defineTask({ name: 'noop', payload: z.object({}), timeoutMs: 1_000, handler: () => null });
   const counted = countingSql(db.sql);
   const skiplock = createSkiplock({ sql: counted.sql, tasks: [task], schedules: [defineSchedule({ name: 'every-second', every: '1s', task, payload: {} })], log: () => {} });

@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.drop());
 beforeEach(async () => {
-  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.job_step, skiplock.cron_firing, skiplock.paused_task`));
+  await db.emptyJobs('skiplock.paused_task');
 });
 
 const quiet = () => {};

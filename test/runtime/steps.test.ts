@@ -18,7 +18,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.drop());
 beforeEach(async () => {
-  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.job_step, skiplock.cron_firing, step_effect`));
+  await db.emptyJobs('step_effect');
 });
 
 const quiet = () => {};

@@ -15,7 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.drop());
 beforeEach(async () => {
-  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.job_step, skiplock.cron_firing`));
+  await db.emptyJobs();
 });
 
 const quiet = () => {};

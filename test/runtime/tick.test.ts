@@ -11,7 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.drop());
 beforeEach(async () => {
-  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.job_step, skiplock.cron_firing, side_effect`));
+  await db.emptyJobs('side_effect');
 });
 
 const quiet = () => {};

@@ -45,7 +45,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   exporter.reset();
-  await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.job_step, skiplock.cron_firing`));
+  await db.emptyJobs();
 });
 
 const quiet = () => {};

@@ -9,7 +9,7 @@ import { createTestDb, type TestDb } from '../support/db.ts';
 let db: TestDb;
 beforeAll(async () => (db = await createTestDb()));
 afterAll(() => db.drop());
-beforeEach(async () => void (await db.sql.query(statement(`TRUNCATE skiplock.job, skiplock.job_step, skiplock.cron_firing`))));
+beforeEach(async () => void (await db.emptyJobs()));
 
 const quiet = () => {};
 const echo = defineTask({ name: 'echo', payload: z.object({ message: z.string() }), handler: (p) => ({ message: p.message }) });

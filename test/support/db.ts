@@ -7,6 +7,11 @@ export interface TestDb {
   url: string;
   /** A pg driver on this database. */
   sql: Sql;
+  /**
+   * Empties skiplock.job and, by CASCADE, every table that refers to it (job_step, cron_firing),
+   * and the tables named in `also`: the state a test of jobs starts from.
+   */
+  emptyJobs(...also: string[]): Promise<void>;
   drop(): Promise<void>;
 }
 
@@ -22,6 +27,9 @@ export async function createTestDb(options: { migrated?: boolean } = {}): Promis
     name,
     url,
     sql,
+    async emptyJobs(...also) {
+      await sql.query(statement(`TRUNCATE ${['skiplock.job', ...also].join(', ')} CASCADE`));
+    },
     async drop() {
       await sql.close();
       await admin.query(statement(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
