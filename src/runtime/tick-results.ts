@@ -82,3 +82,17 @@ export function tally(counts: TickResult, batch: readonly { job: Job; outcome: O
   }
 }
 
+/**
+ * The results to write now: all of them, except a child's whose parent's result is also pending —
+ * a statement can update a row only once, and the child's fan-in updates its parent: the child's
+ * result waits for the next batch.
+ */
+export function takeBatch(pending: PendingResult[]): PendingResult[] {
+  // The plain path (no child jobs among the results) builds nothing.
+  if (!pending.some((p) => p.job.parentId !== null)) return pending.splice(0);
+  const ids = new Set(pending.map((p) => p.job.id));
+  const waitsForParent = (p: PendingResult) => p.job.parentId !== null && ids.has(p.job.parentId);
+  const now = pending.filter((p) => !waitsForParent(p));
+  pending.splice(0, pending.length, ...pending.filter(waitsForParent));
+  return now;
+}

@@ -24,7 +24,7 @@ import { adoptUnkeyedJobs, flowLimits } from './flow-key.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
 import { loadSteps, type StoredStep } from './steps.ts';
 import { released } from '../core/state.ts';
-import { asIds, isRefusal, keyOf, runKey, tally, toResultRow, type PendingResult } from './tick-results.ts';
+import { asIds, isRefusal, keyOf, runKey, takeBatch, tally, toResultRow, type PendingResult } from './tick-results.ts';
 import { createWakeup, startClock, yieldToIo } from './tick-timing.ts';
 import type { Tracing } from './tracing.ts';
 
@@ -402,20 +402,6 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     await giveBackUnseen();
   }
   return counts;
-}
-
-/**
- * The results to write now: all of them, except a child's whose parent's result is also pending —
- * a statement can update a row only once, and the child's fan-in updates its parent: the child's
- * result waits for the next batch.
- */
-function takeBatch(pending: PendingResult[]): PendingResult[] {
-  const ids = new Set(pending.map((p) => p.job.id));
-  if (!pending.some((p) => p.job.parentId !== null && ids.has(p.job.parentId))) return pending.splice(0);
-  const later = pending.filter((p) => p.job.parentId !== null && ids.has(p.job.parentId));
-  const now = pending.filter((p) => !later.includes(p));
-  pending.splice(0, pending.length, ...later);
-  return now;
 }
 
 /** A task whose timeout never fits in the budget would wait forever: say so (once). */
