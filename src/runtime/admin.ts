@@ -7,7 +7,7 @@ import { unstorableText } from '../core/json.ts';
 import { JOB_STATUSES, type Job, type JobDetail, type JobStatus } from '../core/types.ts';
 import { z } from 'zod';
 import { flowKeys } from './flow-key.ts';
-import { cancelJob, currentTime, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
+import { cancelJob, currentTime, lockJob, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
 import { getJob } from '../store/jobs.ts';
 import { getJobDetail, mapJobDetail } from '../store/job-detail.ts';
 import { checkTaskPayload, MAX_DELAY_MS, storableInstant, toIssues } from './enqueue.ts';
@@ -178,9 +178,10 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
   const taskInfo = async (name: string) => (await listTasks(name)).find((t) => t.name === name)!;
 
   /** Runs one of the single-job updates and sorts its answer into updated / unchanged / missing. */
-  async function updateOne(id: string, build: (p: { now: Clock; id: string }) => ReturnType<typeof cancelJob>, action: string) {
+  async function updateOne(id: string, build: (p: { now: Clock; id: string }) => ReturnType<typeof cancelJob>, action: string, options: { lockFirst?: boolean } = {}) {
     if (!isJobId(id)) throw notFound(id);
-    const [row] = await sql.query(build({ now: now(), id }));
+    const update = build({ now: now(), id });
+    const [row] = options.lockFirst ? (await sql.batch([lockJob({ id }), update]))[1]! : await sql.query(update);
     if (!row) throw notFound(id);
     const job = mapJob(row);
     if (!toBool(row.applied)) throw new SkiplockError('conflict', `job ${id} is ${job.status}: it cannot be ${action}`);
@@ -206,7 +207,8 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
       return { jobs, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
     },
     async cancelJob(id) {
-      const job = await updateOne(id, cancelJob, 'cancelled');
+      // In one transaction behind the job's row lock, so that the cascade sees every child (lockJob).
+      const job = await updateOne(id, cancelJob, 'cancelled', { lockFirst: true });
       return { job, outcome: job.status === 'CANCELLED' ? 'cancelled' : 'requested' };
     },
     retryJob: (id) => updateOne(id, retryJob, 'retried (only DEAD or CANCELLED jobs can)'),

@@ -53,6 +53,18 @@ function updateOneJob(update: string, values: readonly unknown[], more = ''): St
 }
 
 /**
+ * Takes a job's row lock, for the transaction that cancels it (runtime/admin.ts sends this, then
+ * cancelJob, in one transaction). A RUNNING job's ctx.invoke holds that lock while it writes
+ * children; cancelJob's cascade reads the children with its statement's snapshot, taken before it
+ * waits for the lock, so on its own it would miss the children that invoke commits. Behind this
+ * statement, cancelJob starts (and snapshots) once the invoke has committed, and any later invoke
+ * waits for the cancel and then finds the job asked to stop.
+ */
+export function lockJob(p: { id: string }): Statement {
+  return statement(`SELECT 1 FROM skiplock.job WHERE id = $1::bigint FOR UPDATE`, [p.id]);
+}
+
+/**
  * QUEUED or WAITING → CANCELLED; a RUNNING job only gets `cancel_requested`, which its worker sees
  * at the next heartbeat (its handler is aborted and the job lands in CANCELLED) and which the
  * reaper honours if that worker is gone. Setting the flag needs no fence: it asks whoever holds the job.

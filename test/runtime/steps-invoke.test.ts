@@ -4,6 +4,7 @@
  * ends the last child wakes the parent (fan-in), exactly once; a failed child raises
  * ChildJobError; a person's retry of the child resumes the parent; cancel cascades.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { ChildJobError, createSkiplock, defineTask, PermanentError, SkiplockError, type Task } from '../../src/index.ts';
@@ -288,6 +289,52 @@ describe('cancel and retry of a waiting parent', () => {
     expect(await sk.getJob(job.id)).toMatchObject({ status: 'CANCELLED', pendingChildren: 0 });
     expect((await rows(`SELECT count(*)::int AS n FROM skiplock.job WHERE task = 'leaf'`))[0]!.n).toBe(0);
     expect((await stepRows(job.id)).map((s) => s.id)).toEqual(['prepare']);
+  });
+
+  test('a cancel that arrives while the parent\'s invoke is committing still cancels the children that invoke wrote', async () => {
+    // The invoke statement runs in a transaction of its own connection, held open (its row lock on
+    // the parent with it) until the cancel is waiting on that lock: the cancel must see the
+    // children the invoke commits, not only those its statement's snapshot saw.
+    const leaf = defineTask({ name: 'leaf', payload: z.object({}), handler: () => 'leaf' });
+    const root = defineTask({ name: 'root', payload: z.object({}), handler: async (_p, ctx) => ctx.invoke('leaf', 'leaf', {}) });
+    const held = new pg.Client({ connectionString: db.url });
+    await held.connect();
+    let invoking!: () => void;
+    const invokeHeld = new Promise<void>((resolve) => (invoking = resolve));
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    const wrapped: Sql = {
+      async query(s) {
+        if (!/\bchildren AS \(\s*INSERT INTO skiplock\.job\b/.test(s.text)) return db.sql.query(s);
+        await held.query('BEGIN');
+        const result = await held.query(s.text, s.values as unknown[]);
+        invoking();
+        await committed;
+        await held.query('COMMIT');
+        return result.rows;
+      },
+      batch: (statements) => db.sql.batch(statements),
+      close: async () => {},
+    };
+    try {
+      const sk = createSkiplock({ sql: wrapped, tasks: [root, leaf], now: () => T0, log: quiet });
+      await sk.pauseTask('leaf');
+      const job = await sk.enqueue({ task: 'root', payload: {} });
+      const ticking = sk.tick({ untilIdle: true, leaseMs: 60_000 });
+      await invokeHeld;
+      const cancelling = sk.cancelJob(job.id);
+      // The cancel is waiting for the parent's row lock.
+      await expect.poll(async () => (await rows(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`))[0]!.n, { timeout: 5_000 }).toBe(1);
+      commit();
+      expect(await cancelling).toMatchObject({ outcome: 'requested' });
+      expect(await ticking).toMatchObject({ cancelled: 1 });
+      expect(await sk.getJob(job.id)).toMatchObject({ status: 'CANCELLED', pendingChildren: 0 });
+      expect((await rows(`SELECT status FROM skiplock.job WHERE task = 'leaf'`)).map((r) => r.status)).toEqual(['CANCELLED']);
+      expect((await stepRows(job.id)).map((s) => [s.id, s.status, s.child_status])).toEqual([['leaf', 'failed', 'CANCELLED']]);
+    } finally {
+      commit();
+      await held.end();
+    }
   });
 
   test('cancelling a QUEUED child of a WAITING parent wakes the parent with ChildJobError', async () => {

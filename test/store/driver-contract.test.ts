@@ -81,7 +81,7 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
     }
   });
 
-  test('the whole job cycle runs over it: enqueue, claim, retry, complete, reap', async () => {
+  test('the whole job cycle runs over it: enqueue, claim, retry, complete, reap, cancel', async () => {
     const ran: number[] = [];
     const task = defineTask({
       name: 'contract',
@@ -107,6 +107,10 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
     expect(ran.sort((x, y) => x - y)).toEqual([...Array.from({ length: 50 }, (_, n) => n), 99]);
     expect(await skiplock.getJob(enqueued[0]!.job.id)).toMatchObject({ status: 'DONE', attempts: 2, result: { n: 0 } });
     expect(await skiplock.reap()).toBe(0);
+    // A cancel is a transaction of two statements (lock, then cancel with its cascade).
+    const queued = await skiplock.enqueue({ task: 'contract', payload: { n: 100 }, delayMs: 60_000 });
+    expect(await skiplock.cancelJob(queued.id)).toMatchObject({ outcome: 'cancelled', job: { status: 'CANCELLED' } });
+    await expect(skiplock.cancelJob(queued.id)).rejects.toMatchObject({ code: 'conflict' });
   });
 });
 
