@@ -93,8 +93,13 @@ export interface TickResult {
   claimed: number;
   /** Jobs it finished successfully. */
   done: number;
-  /** Jobs it put back in the queue for another attempt. */
+  /** Jobs it put back in the queue for another attempt (or released at a deadline). */
   retried: number;
+  /**
+   * Durable steps: jobs that went to sleep (ctx.sleep), to WAITING for their children
+   * (ctx.invoke), or yielded between steps near the deadline. None spent an attempt.
+   */
+  suspended: number;
   /** Jobs it moved to DEAD. */
   dead: number;
   /** Jobs whose RUNNING state it confirmed as CANCELLED. */
@@ -108,5 +113,5 @@ export interface TickResult {
 }
 
 export function emptyTickResult(): TickResult {
-  return { claimed: 0, done: 0, retried: 0, dead: 0, cancelled: 0, reaped: 0, fired: 0, staleWrites: 0 };
+  return { claimed: 0, done: 0, retried: 0, suspended: 0, dead: 0, cancelled: 0, reaped: 0, fired: 0, staleWrites: 0 };
 }

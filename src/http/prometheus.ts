@@ -53,6 +53,7 @@ export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly
     ...counter('skiplock_claims_total', 'Jobs claimed.', ticks.claimed),
     ...counter('skiplock_completions_total', 'Jobs finished successfully (DONE).', ticks.done),
     ...counter('skiplock_retries_total', 'Failed attempts put back in the queue (including jobs released at a deadline).', ticks.retried),
+    ...counter('skiplock_suspended_total', 'Durable steps: jobs that went to sleep, to WAITING for their children, or yielded between steps.', ticks.suspended),
     ...counter('skiplock_dead_total', 'Jobs moved to DEAD by a run.', ticks.dead),
     ...counter('skiplock_cancelled_total', 'Running jobs stopped by a cancel.', ticks.cancelled),
     ...counter('skiplock_reaped_total', 'Expired leases returned to the queue or to DEAD.', ticks.reaped),

@@ -224,6 +224,7 @@ export const TickResult = z
     claimed: z.number().int(),
     done: z.number().int(),
     retried: z.number().int(),
+    suspended: z.number().int().openapi({ description: 'Durable steps: jobs that went to sleep, to WAITING for their children, or yielded between steps (no attempt spent).' }),
     dead: z.number().int(),
     cancelled: z.number().int(),
     reaped: z.number().int(),

@@ -74,6 +74,7 @@ export function tally(counts: TickResult, batch: readonly { job: Job; outcome: O
     else if (outcome.kind === 'done') counts.done += 1;
     else if (outcome.kind === 'dead') counts.dead += 1;
     else if (outcome.kind === 'cancelled') counts.cancelled += 1;
+    else if (outcome.kind === 'suspend' || outcome.kind === 'wait') counts.suspended += 1;
     else counts.retried += 1;
   }
   if (stale.length > 0) {

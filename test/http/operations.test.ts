@@ -42,7 +42,7 @@ describe('GET /v1/stats and /v1/tick', () => {
       const res = await t.call(method, '/v1/tick');
       expect(res.status).toBe(200);
       const result = await res.json();
-      expect(Object.keys(result as object).sort()).toEqual(['cancelled', 'claimed', 'dead', 'done', 'fired', 'reaped', 'retried', 'staleWrites']);
+      expect(Object.keys(result as object).sort()).toEqual(['cancelled', 'claimed', 'dead', 'done', 'fired', 'reaped', 'retried', 'staleWrites', 'suspended']);
       if (method === 'GET') expect(result).toMatchObject({ claimed: 3, done: 2, dead: 1, retried: 0, fired: 0, reaped: 0 });
       else expect(result).toMatchObject({ claimed: 0 });
     }
@@ -70,6 +70,7 @@ describe('GET /metrics', () => {
     expect(value('skiplock_completions_total')).toBe(2);
     expect(value('skiplock_dead_total')).toBe(1);
     expect(value('skiplock_retries_total')).toBe(0);
+    expect(value('skiplock_suspended_total')).toBe(0);
     expect(value('skiplock_stale_writes_total')).toBe(0);
     expect(value('skiplock_ticks_total')).toBe(2);
     expect(value('skiplock_tick_duration_seconds_count')).toBe(2);

@@ -53,7 +53,8 @@ describe('ctx.sleep', () => {
     });
     const sk = (ms: number) => createSkiplock({ sql: db.sql, tasks: [task], now: () => at(ms), log: quiet });
     const job = await sk(0).enqueue({ task: 'napper', payload: {} });
-    expect(await sk(0).tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 0 });
+    // A sleep is counted as suspended, not as a retry (no attempt failed).
+    expect(await sk(0).tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 0, retried: 0, suspended: 1 });
     expect(await sk(0).getJob(job.id)).toMatchObject({ status: 'QUEUED', runAt: at(5_000), attempts: 0, lockedBy: null, lastError: null, stepCount: 2 });
     expect((await stepRows(job.id)).map((s) => [s.id, s.kind, s.status, s.wake_at])).toEqual([['before', 'step', 'done', null], ['nap', 'sleep', 'sleeping', at(5_000)]]);
 
@@ -124,7 +125,8 @@ describe('ctx.invoke', () => {
     const sk = createSkiplock({ sql: counted.sql, tasks: [fanOut(100, entries), child()], log: quiet });
     const parent = await sk.enqueue({ task: 'parent', payload: {} });
     await sk.pauseTask('child');
-    await sk.tick({ untilIdle: true }); // the parent only: the children wait
+    // The parent only (the children wait): WAITING is counted as suspended, not as a retry.
+    expect(await sk.tick({ untilIdle: true })).toMatchObject({ claimed: 1, retried: 0, suspended: 1 });
     expect(await sk.getJob(parent.id)).toMatchObject({ status: 'WAITING', attempts: 0, pendingChildren: 100, stepCount: 100, lockedBy: null, finishedAt: null });
     expect(counted.count((t) => t.includes('INSERT INTO skiplock.job AS j') && t.includes('parent_id'))).toBe(1);
     const children = await rows(`SELECT j.id::text AS id, j.parent_step FROM skiplock.job j WHERE j.parent_id = $1 ORDER BY j.id`, [parent.id]);
