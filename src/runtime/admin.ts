@@ -15,7 +15,7 @@ import type { TaskRegistry } from './task.ts';
 import { jobActivity } from '../store/dashboard.ts';
 import type { Clock } from '../store/clock.ts';
 import { mapJob, toBool, toDate } from '../store/rows.ts';
-import type { Row, Sql } from '../store/sql.ts';
+import { sqlState, type Row, type Sql, type Statement } from '../store/sql.ts';
 
 export const LIST_LIMIT = { default: 50, max: 500 } as const;
 
@@ -177,11 +177,27 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
   /** One task's row: its counts by the task index, not a count of the whole table. */
   const taskInfo = async (name: string) => (await listTasks(name)).find((t) => t.name === name)!;
 
+  /**
+   * Runs `update` in one transaction behind the job's row lock (lockJob). A cancel locks a parent,
+   * then its children; a child's result write locks the child, then its parent (fan-in). When the
+   * two meet, PostgreSQL aborts one of them (deadlock, 40P01), having written nothing: the tick
+   * writes its result again, and here the transaction is sent again, up to three times.
+   */
+  async function lockedThen(id: string, update: Statement) {
+    for (let tries = 1; ; tries++) {
+      try {
+        return (await sql.batch([lockJob({ id }), update]))[1]!;
+      } catch (error) {
+        if (sqlState(error) !== '40P01' || tries === 3) throw error;
+      }
+    }
+  }
+
   /** Runs one of the single-job updates and sorts its answer into updated / unchanged / missing. */
   async function updateOne(id: string, build: (p: { now: Clock; id: string }) => ReturnType<typeof cancelJob>, action: string, options: { lockFirst?: boolean } = {}) {
     if (!isJobId(id)) throw notFound(id);
     const update = build({ now: now(), id });
-    const [row] = options.lockFirst ? (await sql.batch([lockJob({ id }), update]))[1]! : await sql.query(update);
+    const [row] = options.lockFirst ? await lockedThen(id, update) : await sql.query(update);
     if (!row) throw notFound(id);
     const job = mapJob(row);
     if (!toBool(row.applied)) throw new SkiplockError('conflict', `job ${id} is ${job.status}: it cannot be ${action}`);

@@ -254,7 +254,10 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
          locked_until = ${leaseUntil('$7', '$6')}, updated_at = ${NOW},
          started_at = ${NOW}, progress = NULL, debounce_key = NULL
-       WHERE j.id = ANY (ARRAY(SELECT id FROM next))
+       WHERE j.id = ANY (ARRAY(SELECT id FROM next))${p.fanIn ? `
+         -- Not the parent of a child this statement ends: its fan-in updates that row, and a
+         -- statement updates a row once (the count-down would be lost). A later claim takes it.
+         AND j.id <> ALL (ARRAY(SELECT parent_id FROM written WHERE parent_id IS NOT NULL))` : ''}
        RETURNING j.*
      )
      SELECT w.written, w.cancelled, w.schedule_due, claimed.*
@@ -323,6 +326,10 @@ export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: re
          })},
          locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
        WHERE j.status = 'RUNNING' AND (j.locked_by = $2 OR starts_with(j.locked_by, $2 || '#')) AND NOT (j.id = ANY ($3::bigint[]))
+         -- Not a parent whose child is given back here too (a statement updates a row once, and
+         -- a cancelled child's fan-in updates its parent): the next give-back or the reaper takes it.
+         AND NOT EXISTS (SELECT 1 FROM skiplock.job c WHERE c.parent_id = j.id AND c.status = 'RUNNING'
+                            AND (c.locked_by = $2 OR starts_with(c.locked_by, $2 || '#')) AND NOT (c.id = ANY ($3::bigint[])))
        RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
      ),
      -- A child cancelled here reaches its parent (src/store/steps.ts).
@@ -367,12 +374,17 @@ export function extendLeases(p: {
  */
 export function reapExpiredLeases(p: { now: Clock; limit: number }): Statement {
   return statement(
-    `WITH expired AS MATERIALIZED (
-       SELECT id FROM skiplock.job
+    `WITH locked AS MATERIALIZED (
+       SELECT id, parent_id FROM skiplock.job
         WHERE status = 'RUNNING' AND locked_until < ${NOW}
         ORDER BY locked_until
         LIMIT $2
         FOR UPDATE SKIP LOCKED
+     ),
+     -- Not a parent whose child is reaped here: the child's fan-in updates the parent's row, and a
+     -- statement updates a row once (the count-down would be lost). The next reap takes it.
+     expired AS (
+       SELECT id FROM locked l WHERE NOT EXISTS (SELECT 1 FROM locked c WHERE c.parent_id = l.id)
      ),
      reaped AS (
        UPDATE skiplock.job j SET

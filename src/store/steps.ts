@@ -170,12 +170,16 @@ export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }
  *     left — by the counter (the parent's row lock orders concurrent ends: one of them sees 0),
  *     or when no other invoke step of it is still waiting (a decrement lost to a second update of
  *     the parent's row in one statement, e.g. its claim, can never leave it waiting for ever);
- *   - a child retried by a person after its parent went DEAD of it: when it ends again, the
- *     step records it again, and the DEAD parent goes QUEUED (attempts reset, as a person's
- *     retry does) when the child is now DONE. A QUEUED parent (retried by a person too) gets the
- *     new outcome for its next run. A RUNNING, DONE or CANCELLED parent is left as it is.
- * Inside one statement a row can only be updated once: the caller never ends a job and its
- * parent in the same statement (the tick writes a child's result in the next batch).
+ *   - a child retried by a person after its parent went DEAD of it (last_error is this child's
+ *     ChildJobError): when it ends again, the step records it again, and the DEAD parent goes
+ *     QUEUED (attempts reset, as a person's retry does) when the child is now DONE. A QUEUED
+ *     parent (retried by a person too) gets the new outcome for its next run. A RUNNING, DONE or
+ *     CANCELLED parent, or one that caught the error, is left as it is (a person's retry of a
+ *     parent picks up children that have since succeeded: refreshedStepCte).
+ * Inside one statement a row can only be updated once: the caller never ends a job and updates
+ * its parent otherwise in the same statement (the tick writes a child's result in the next batch
+ * and does not claim its parent with it; the reaper and the give-back leave the parent for their
+ * next pass).
  * Costs nothing measurable when no ended job has a parent (empty CTEs).
  */
 export function fanInCtes(ended: string): string {
@@ -198,6 +202,9 @@ export function fanInCtes(ended: string): string {
        UPDATE skiplock.job_step s SET ${stepSet}
          FROM fan_ended e JOIN skiplock.job p ON p.id = e.parent_id
         WHERE s.job_id = e.parent_id AND s.id = e.parent_step AND s.child_id = e.id AND s.status = 'failed' AND p.status IN ('DEAD', 'QUEUED')
+          -- Only a parent that died of this child's ChildJobError: one that caught it and went on
+          -- (then died of something else) acted on the failure, and keeps it.
+          AND p.last_error LIKE 'ChildJobError: child job ' || e.id || ' (%'
        RETURNING s.job_id, s.status
      ),
      fan_parents AS (
@@ -220,6 +227,20 @@ export function fanInCtes(ended: string): string {
 }
 
 /**
+ * For a person's retry of a parent: its failed invoke steps whose child has since ended DONE (a
+ * person retried the child, and it succeeded while the parent was RUNNING, so that end could not
+ * reach it) take the child's result, so the retried parent goes on instead of failing again.
+ */
+function refreshedStepCte(retried: string): string {
+  return `refreshed AS (
+       UPDATE skiplock.job_step s SET status = 'done', output = c.result, error = NULL, child_status = 'DONE', finished_at = c.finished_at
+         FROM ${retried} r JOIN skiplock.job c ON c.parent_id = r.id
+        WHERE c.parent_id IS NOT NULL AND s.job_id = r.id AND s.id = c.parent_step AND s.child_id = c.id
+          AND s.kind = 'invoke' AND s.status = 'failed' AND c.status = 'DONE'
+     )`;
+}
+
+/**
  * For a person's retry: `retried` names a CTE returning the retried jobs (id, parent_id,
  * parent_step). A retried child whose parent is WAITING (for its other children) has its invoke
  * step set back to waiting and counted in pending_children again, so the parent waits for this
@@ -227,7 +248,8 @@ export function fanInCtes(ended: string): string {
  * failed step; the child's next end still reaches it: see fanInCtes.)
  */
 export function reopenParentStepCtes(retried: string): string {
-  return `reopened AS (
+  return `${refreshedStepCte(retried)},
+     reopened AS (
        UPDATE skiplock.job_step s SET status = 'waiting', output = NULL, error = NULL, child_status = NULL, finished_at = NULL, duration_ms = NULL
          FROM ${retried} r JOIN skiplock.job p ON p.id = r.parent_id
         WHERE r.parent_id IS NOT NULL AND s.job_id = r.parent_id AND s.id = r.parent_step AND s.child_id = r.id

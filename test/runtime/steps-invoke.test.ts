@@ -8,6 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { ChildJobError, createSkiplock, defineTask, PermanentError, SkiplockError, type Task } from '../../src/index.ts';
+import { completeAndClaim, reapExpiredLeases, releaseUnseenClaims } from '../../src/store/jobs.ts';
 import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
@@ -182,6 +183,52 @@ describe('ctx.invoke', () => {
     expect(entries.after).toBe(1);
   });
 
+  test('a child that succeeds after its parent died of it while running: a person\'s retry of the parent takes the child\'s result', async () => {
+    const entries = { after: 0 };
+    const fail = { ids: new Set([1]) };
+    const sk = createSkiplock({ sql: db.sql, tasks: [fanOut(2, entries), child(fail)], now: () => T0, log: quiet });
+    const parent = await sk.enqueue({ task: 'parent', payload: {} });
+    for (let i = 0; i < 4; i++) await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(parent.id)).toMatchObject({ status: 'DEAD' });
+    // The child was retried and ended DONE while the parent's run (which then died of the stored
+    // failure) held it RUNNING: that end could not reach the parent.
+    const [failedChild] = await rows(`SELECT id::text FROM skiplock.job WHERE parent_id = $1 AND parent_step = 'child-1'`, [parent.id]);
+    await rows(`UPDATE skiplock.job SET status = 'DONE', result = '{"n": 1, "squared": 1}', last_error = NULL WHERE id = $1`, [failedChild!.id]);
+    await expect(sk.retryJob(failedChild!.id)).rejects.toMatchObject({ code: 'conflict' });
+
+    await sk.retryJob(parent.id);
+    expect((await stepRows(parent.id)).map((s) => [s.id, s.status, s.child_status])).toEqual([['child-0', 'done', 'DONE'], ['child-1', 'done', 'DONE']]);
+    await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(parent.id)).toMatchObject({ status: 'DONE', result: [0, 1] });
+  });
+
+  test('a parent that handled a child\'s failure and later died of something else is not revived when the child is retried', async () => {
+    const fail = { ids: new Set([0]) };
+    const handled: string[] = [];
+    const parent = defineTask({
+      name: 'parent',
+      payload: z.object({}),
+      handler: async (_p, ctx) => {
+        await ctx.invoke('charge', 'child', { n: 0 }).catch(() => ctx.step('release-hold', () => void handled.push('released')));
+        throw new PermanentError('gave up later');
+      },
+    });
+    const sk = createSkiplock({ sql: db.sql, tasks: [parent, child(fail)], now: () => T0, log: quiet });
+    const job = await sk.enqueue({ task: 'parent', payload: {} });
+    for (let i = 0; i < 4; i++) await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(job.id)).toMatchObject({ status: 'DEAD', lastError: 'PermanentError: gave up later' });
+    expect(handled).toEqual(['released']);
+
+    fail.ids.clear();
+    const [charge] = await rows(`SELECT id::text FROM skiplock.job WHERE parent_id = $1`, [job.id]);
+    await sk.retryJob(charge!.id);
+    for (let i = 0; i < 3; i++) await sk.tick({ untilIdle: true });
+    expect(await sk.getJob(charge!.id)).toMatchObject({ status: 'DONE' });
+    // Its run acted on the failure: the parent stays DEAD, and its step as it saw it.
+    expect(await sk.getJob(job.id)).toMatchObject({ status: 'DEAD', lastError: 'PermanentError: gave up later' });
+    expect((await stepRows(job.id)).map((s) => [s.id, s.status, s.child_status])).toEqual([['charge', 'failed', 'DEAD'], ['release-hold', 'done', null]]);
+  });
+
   test('a child retried while its parent still waits for others: waited for again, the parent wakes once with both results', async () => {
     const entries = { after: 0 };
     const fail = { ids: new Set([0]) };
@@ -339,6 +386,23 @@ describe('cancel and retry of a waiting parent', () => {
     }
   });
 
+  test('a cancel whose transaction PostgreSQL aborts as a deadlock victim (40P01) is sent again', async () => {
+    // A cancel locks parent then children, a child's result write child then parent: when they
+    // meet, one of them is aborted, having written nothing. Here the first transaction is refused
+    // as PostgreSQL refuses a deadlock victim; the second runs on the real database.
+    let refused = 0;
+    const flaky: Sql = {
+      query: (s) => db.sql.query(s),
+      batch: (statements) => (refused++ === 0 ? Promise.reject(Object.assign(new Error('deadlock detected'), { code: '40P01' })) : db.sql.batch(statements)),
+      close: async () => {},
+    };
+    const leaf = defineTask({ name: 'leaf', payload: z.object({}), handler: () => 'leaf' });
+    const sk = createSkiplock({ sql: flaky, tasks: [leaf], now: () => T0, log: quiet });
+    const job = await sk.enqueue({ task: 'leaf', payload: {}, delayMs: 60_000 });
+    expect(await sk.cancelJob(job.id)).toMatchObject({ outcome: 'cancelled', job: { status: 'CANCELLED' } });
+    expect(refused).toBe(2);
+  });
+
   test('cancelling a QUEUED child of a WAITING parent wakes the parent with ChildJobError', async () => {
     const leaf = defineTask({ name: 'leaf', payload: z.object({}), handler: () => 'leaf' });
     const caught: unknown[] = [];
@@ -396,5 +460,77 @@ describe('the wake-up of a self-scheduling ticker', () => {
     await sk.enqueue({ task: 'napper', payload: {} });
     await sk.tick({ untilIdle: true });
     expect(await sk.msUntilNextWork()).toBe(30_000);
+  });
+});
+
+/**
+ * A statement updates a row once: a second UPDATE of the same row in one statement is silently
+ * skipped. A child's end counts its parent down (fan-in), so no statement may end a child and
+ * also update its parent another way — else the count-down is lost and the parent waits for ever.
+ */
+describe('a child\'s end and another update of its parent never share a statement', () => {
+  /** A parent (in `status`) with one waiting invoke step per child, and its RUNNING children. */
+  async function family(p: { parent: string; children: number; parentLeaseExpired?: boolean; expiredChildren?: number }) {
+    const [parent] = await rows(
+      `INSERT INTO skiplock.job (task, status, attempts, max_attempts, locked_by, locked_until, started_at, pending_children, step_count, run_at)
+       VALUES ('parent', $1, $2, 5, $3, $4, $5, $6, $6, now() - interval '1 second') RETURNING id::text`,
+      p.parent === 'RUNNING'
+        ? ['RUNNING', 1, 'gone', p.parentLeaseExpired ? new Date(Date.now() - 60_000) : new Date(Date.now() + 3_600_000), new Date(), p.children]
+        : [p.parent, 0, null, null, null, p.children],
+    );
+    const children: string[] = [];
+    for (let i = 0; i < p.children; i++) {
+      const lease = i < (p.expiredChildren ?? 0) ? new Date(Date.now() - 60_000) : new Date(Date.now() + 3_600_000);
+      const [child] = await rows(
+        `INSERT INTO skiplock.job (task, status, attempts, max_attempts, locked_by, locked_until, started_at, parent_id, parent_step)
+         VALUES ('child', 'RUNNING', 1, 1, 'w', $1, now(), $2, $3) RETURNING id::text`,
+        [lease, parent!.id, `c${i}`],
+      );
+      children.push(child!.id);
+      await rows(`INSERT INTO skiplock.job_step (job_id, id, seq, kind, status, attempts, started_at, child_id, child_task)
+                  VALUES ($1, $2, $3, 'invoke', 'waiting', 0, now(), $4, 'child')`, [parent!.id, `c${i}`, i, child!.id]);
+    }
+    return { parent: parent!.id as string, children };
+  }
+  const pendingOf = async (id: string) => (await rows(`SELECT status, pending_children FROM skiplock.job WHERE id = $1`, [id]))[0];
+
+  test('a result write that ends a child does not also claim its QUEUED parent', async () => {
+    // A QUEUED parent with children outstanding: the reaper returned it after its invoke, or a
+    // person retried it while they run.
+    const { parent, children } = await family({ parent: 'QUEUED', children: 2 });
+    const answer = await db.sql.query(completeAndClaim({
+      now: null, workerId: 'w', results: [{ id: children[0]!, attempt: 1, status: 'DONE', result: { ok: 1 }, error: null, delay_ms: 0, release: false }],
+      limit: 5, budgetMs: 100_000, tasks: ['parent', 'child'], leaseMs: 60_000, leaseGraceMs: 1_000, fanIn: true,
+    }));
+    expect(answer.filter((r) => r.id !== null).map((r) => String(r.id))).not.toContain(parent);
+    expect(await pendingOf(parent)).toEqual({ status: 'QUEUED', pending_children: 1 });
+    // The next claim takes it.
+    const next = await db.sql.query(completeAndClaim({ now: null, workerId: 'w', results: [], limit: 5, budgetMs: 100_000, tasks: ['parent'], leaseMs: 60_000, leaseGraceMs: 1_000 }));
+    expect(next.filter((r) => r.id !== null).map((r) => String(r.id))).toEqual([parent]);
+  });
+
+  test('the reaper does not reap a parent in the statement that reaps its child', async () => {
+    const { parent, children } = await family({ parent: 'RUNNING', children: 3, parentLeaseExpired: true, expiredChildren: 1 });
+    const [first] = await db.sql.query(reapExpiredLeases({ now: null, limit: 10 }));
+    expect(first).toEqual({ reaped: 1, dead: 1 });
+    expect(await pendingOf(parent)).toEqual({ status: 'RUNNING', pending_children: 2 });
+    expect(await pendingOf(children[0]!)).toMatchObject({ status: 'DEAD' });
+    // The next reap takes the parent.
+    const [second] = await db.sql.query(reapExpiredLeases({ now: null, limit: 10 }));
+    expect(second).toEqual({ reaped: 1, dead: 0 });
+    expect(await pendingOf(parent)).toEqual({ status: 'QUEUED', pending_children: 2 });
+  });
+
+  test('giving back a lost claim does not give back a parent in the statement that cancels its child', async () => {
+    const { parent, children } = await family({ parent: 'RUNNING', children: 2 });
+    await rows(`UPDATE skiplock.job SET locked_by = 'lost#1' WHERE id = ANY ($1::bigint[])`, [[parent, children[0]]]);
+    await rows(`UPDATE skiplock.job SET cancel_requested = true WHERE id = $1`, [children[0]]);
+    const first = await db.sql.query(releaseUnseenClaims({ now: null, workerId: 'lost', known: [] }));
+    expect(first.map((r) => r.id)).toEqual([children[0]]);
+    expect(await pendingOf(children[0]!)).toMatchObject({ status: 'CANCELLED' });
+    expect(await pendingOf(parent)).toEqual({ status: 'RUNNING', pending_children: 1 });
+    const second = await db.sql.query(releaseUnseenClaims({ now: null, workerId: 'lost', known: [] }));
+    expect(second.map((r) => r.id)).toEqual([parent]);
+    expect(await pendingOf(parent)).toEqual({ status: 'QUEUED', pending_children: 1 });
   });
 });
