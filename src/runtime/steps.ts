@@ -17,7 +17,7 @@ import { mapJobStep, toDate } from '../store/rows.ts';
 import type { Row, Sql } from '../store/sql.ts';
 import { invokeChildren, readStepsForRun, writeSleep, writeStep, type InvokeRow, type StepFence } from '../store/steps.ts';
 import { prepareEnqueue } from './enqueue.ts';
-import { toStoredJson } from './stored-json.ts';
+import { toStoredJson, utf8Length } from './stored-json.ts';
 import type { StepContext, TaskRegistry } from './task.ts';
 
 /** The limits of durable steps, each refused with a PermanentError (or a TypeError for a bad argument). */
@@ -295,7 +295,7 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
 
 function jsonLength(value: unknown): number {
   try {
-    return JSON.stringify(value)?.length ?? 0;
+    return utf8Length(JSON.stringify(value) ?? '');
   } catch {
     return 0;
   }

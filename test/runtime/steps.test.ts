@@ -283,6 +283,20 @@ describe('clear errors', () => {
     expect(job.lastError).toMatch(/the outputs of this job's steps would exceed 4194304 bytes of JSON with step "chunk-16"/);
   });
 
+  test('the 4 MiB are counted in bytes of UTF-8, not in characters: non-ASCII outputs count three times', async () => {
+    // 80,000 '€' are 240,002 bytes as JSON: under 256 KiB each, and the 18th passes 4 MiB.
+    const task = defineTask({
+      name: 'euro-hoarder',
+      payload: z.object({}),
+      handler: async (_p, ctx) => {
+        for (let i = 0; i < 20; i++) await ctx.step(`chunk-${i}`, () => '€'.repeat(80_000));
+      },
+    });
+    const job = await runToEnd(task);
+    expect(job.status).toBe('DEAD');
+    expect(job.lastError).toMatch(/the outputs of this job's steps would exceed 4194304 bytes of JSON with step "chunk-17"/);
+  });
+
   test('more than 10,000 steps in one job: DEAD (recorded steps replay without running)', async () => {
     let ran = 0;
     const task = defineTask({
