@@ -254,10 +254,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
          locked_until = ${leaseUntil('$7', '$6')}, updated_at = ${NOW},
          started_at = ${NOW}, progress = NULL, debounce_key = NULL
-       WHERE j.id = ANY (ARRAY(SELECT id FROM next))${p.fanIn ? `
-         -- Not the parent of a child this statement ends: its fan-in updates that row, and a
-         -- statement updates a row once (the count-down would be lost). A later claim takes it.
-         AND j.id <> ALL (ARRAY(SELECT parent_id FROM written WHERE parent_id IS NOT NULL))` : ''}
+       WHERE j.id = ANY (ARRAY(SELECT id FROM next))${p.fanIn ? NOT_A_PARENT_OF_WRITTEN : ''}
        RETURNING j.*
      )
      SELECT w.written, w.cancelled, w.schedule_due, claimed.*
@@ -277,6 +274,15 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
     ],
   );
 }
+
+/**
+ * With a child's result in the batch: the claim skips the parent of a child this statement ends.
+ * The child's fan-in updates that row, and a statement updates a row once (the count-down would be
+ * lost, and the parent could wait for ever). A later claim takes it. (SQL comments are left out
+ * of statements: they would be sent with every call and shipped in every bundle.)
+ */
+const NOT_A_PARENT_OF_WRITTEN = `
+         AND j.id <> ALL (ARRAY(SELECT parent_id FROM written WHERE parent_id IS NOT NULL))`;
 
 /** migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say. */
 /** A task-name array parameter without the paused tasks (migration 011): no tick claims those. */
@@ -310,7 +316,9 @@ const CLAIM_LIMITED = `limited AS MATERIALIZED (
  * back; CANCELLED if a cancel was asked). Left alone they would wait for the reaper, which spends
  * the attempt of a job that never ran. `known` are the jobs the tick holds and knows of (running,
  * or with a result still to write). The worker's jobs are those whose locked_by is `workerId`
- * or `workerId#<claim number>`.
+ * or `workerId#<claim number>`. Not a parent whose child is given back here too: a cancelled
+ * child's fan-in updates its parent, and a statement updates a row once; the next give-back or the
+ * reaper takes it.
  */
 export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: readonly string[] }): Statement {
   return statement(
@@ -326,8 +334,6 @@ export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: re
          })},
          locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
        WHERE j.status = 'RUNNING' AND (j.locked_by = $2 OR starts_with(j.locked_by, $2 || '#')) AND NOT (j.id = ANY ($3::bigint[]))
-         -- Not a parent whose child is given back here too (a statement updates a row once, and
-         -- a cancelled child's fan-in updates its parent): the next give-back or the reaper takes it.
          AND NOT EXISTS (SELECT 1 FROM skiplock.job c WHERE c.parent_id = j.id AND c.status = 'RUNNING'
                             AND (c.locked_by = $2 OR starts_with(c.locked_by, $2 || '#')) AND NOT (c.id = ANY ($3::bigint[])))
        RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
@@ -370,7 +376,9 @@ export function extendLeases(p: {
 /**
  * The reaper: RUNNING jobs whose lease expired go back to QUEUED, due now; to DEAD when their
  * attempts are exhausted; to CANCELLED when a cancel was requested. Durable jobs are reaped like
- * any other: their completed steps are stored, so the next run skips them.
+ * any other: their completed steps are stored, so the next run skips them. Not a parent whose
+ * child is reaped in the same statement: the child's fan-in updates the parent's row, and a
+ * statement updates a row once (the count-down would be lost); the next reap takes it.
  */
 export function reapExpiredLeases(p: { now: Clock; limit: number }): Statement {
   return statement(
@@ -381,8 +389,6 @@ export function reapExpiredLeases(p: { now: Clock; limit: number }): Statement {
         LIMIT $2
         FOR UPDATE SKIP LOCKED
      ),
-     -- Not a parent whose child is reaped here: the child's fan-in updates the parent's row, and a
-     -- statement updates a row once (the count-down would be lost). The next reap takes it.
      expired AS (
        SELECT id FROM locked l WHERE NOT EXISTS (SELECT 1 FROM locked c WHERE c.parent_id = l.id)
      ),

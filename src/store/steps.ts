@@ -202,8 +202,6 @@ export function fanInCtes(ended: string): string {
        UPDATE skiplock.job_step s SET ${stepSet}
          FROM fan_ended e JOIN skiplock.job p ON p.id = e.parent_id
         WHERE s.job_id = e.parent_id AND s.id = e.parent_step AND s.child_id = e.id AND s.status = 'failed' AND p.status IN ('DEAD', 'QUEUED')
-          -- Only a parent that died of this child's ChildJobError: one that caught it and went on
-          -- (then died of something else) acted on the failure, and keeps it.
           AND p.last_error LIKE 'ChildJobError: child job ' || e.id || ' (%'
        RETURNING s.job_id, s.status
      ),

@@ -27,12 +27,14 @@ import { BIN, installExample, NODE, pack, removeDir, sh, type PackedPackage } fr
  * 0.6 KiB, the reliability fixes, attempt history, tracing and waiting for results (issues 11
  * and 16) 8.7 KiB more, flow control (issue 14) 8.2 KiB more, and the engine of durable steps
  * (issue 15: ctx.step/sleep/invoke, the fan-in SQL) 5.5 KiB more, and their surface (steps and
- * children in the job JSON and on the dashboard's job page) with the DONE attempt read from the row 2.4 KiB more: 260.4 KiB measured (the
- * example's Worker, wrangler 4.164.0). The limit is that plus 1 KiB. The lever left is zod's
+ * children in the job JSON and on the dashboard's job page) with the DONE attempt read from the
+ * row 2.4 KiB more, then the durable-steps review's fixes (the cancel transaction and its deadlock
+ * retry, the statements that leave a parent alone, refreshed steps on a retry, exact UTF-8 sizes,
+ * TickResult.suspended) 1.3 KiB more: 261.7 KiB measured (the example's Worker, wrangler 4.164.0). The limit is that plus 1 KiB. The lever left is zod's
  * 63 locales (about 38 KiB gzipped), kept in every bundle because @hono/zod-openapi passes the
  * whole `z` namespace to extendZodWithOpenApi at load (docs/library.md, "Size").
  */
-const WORKER_GZIP_LIMIT = (260.4 + 1) * 1024;
+const WORKER_GZIP_LIMIT = (261.7 + 1) * 1024;
 
 let packed: PackedPackage;
 const dirs: string[] = [];
@@ -156,7 +158,7 @@ describe('examples/cloudflare-worker', () => {
     await sh(join(BIN, 'tsc'), ['--noEmit', '-p', '.'], { cwd: dir });
   });
 
-  test('wrangler deploy --dry-run: at most 1 KiB over its measured size (260.4 KiB gzipped), and pg is not in it', async () => {
+  test('wrangler deploy --dry-run: at most 1 KiB over its measured size (261.7 KiB gzipped), and pg is not in it', async () => {
     const out = join(dir, 'out');
     const { stdout } = await sh(join(BIN, 'wrangler'), ['deploy', '--dry-run', '--outdir', out, '--metafile', join(out, 'meta.json')], {
       cwd: dir,
