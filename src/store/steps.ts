@@ -168,8 +168,9 @@ export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }
  *   - the parent's invoke step (still waiting) records the child's result or error, and the
  *     parent's pending_children goes down; the parent WAITING goes QUEUED, due now, when none is
  *     left — by the counter (the parent's row lock orders concurrent ends: one of them sees 0),
- *     or when no other invoke step of it is still waiting (a decrement lost to a second update of
- *     the parent's row in one statement, e.g. its claim, can never leave it waiting for ever);
+ *     or when no other invoke step of it is still waiting (a fallback only: it reads the steps
+ *     with the statement's snapshot, so two children ending at once each see the other waiting;
+ *     the counter must be right, hence the rule below);
  *   - a child retried by a person after its parent went DEAD of it (last_error is this child's
  *     ChildJobError): when it ends again, the step records it again, and the DEAD parent goes
  *     QUEUED (attempts reset, as a person's retry does) when the child is now DONE. A QUEUED
