@@ -78,7 +78,7 @@ export interface DebouncedJobRow extends Omit<NewJobRow, 'run_at' | 'idempotency
  * A debounced enqueue, in one statement: inserts the job, or — while a job of the same task and
  * debounce key is QUEUED and unclaimed (job_debounce_idx, migration 011) — updates that one
  * instead: due delay_ms from now, but never later than max_delay_ms after its first enqueue
- * (its created_at); payload replaced for keep 'last'. Concurrent enqueues with one key serialise
+ * (its created_at); payload replaced for keep 'last', with the flow keys computed from it. Concurrent enqueues with one key serialise
  * on the index entry (ON CONFLICT), so they make one job. Returns the row, `inserted` true when new.
  */
 export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Statement {
@@ -88,6 +88,8 @@ export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Sta
      VALUES ($2, $3::jsonb, $4, ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, $7, $8, $9, ${NOW}, ${NOW}, $11, $12, $13)
      ON CONFLICT (task, debounce_key) WHERE status = 'QUEUED' AND debounce_key IS NOT NULL DO UPDATE SET
        payload = CASE WHEN $10::text = 'first' THEN j.payload ELSE excluded.payload END,
+       flow_key = CASE WHEN $10::text = 'first' THEN j.flow_key ELSE excluded.flow_key END,
+       rate_key = CASE WHEN $10::text = 'first' THEN j.rate_key ELSE excluded.rate_key END,
        run_at = least(${NOW} + $5::bigint ${MS}, coalesce(j.created_at + $6::bigint ${MS}, 'infinity')),
        updated_at = ${NOW}
      RETURNING j.*, (j.xmax = 0) AS inserted`,

@@ -53,6 +53,26 @@ test('debounce keep first: 50 concurrent enqueues keep the payload of the one th
   for (const r of results) expect(r.job.payload).toEqual(created[0]!.job.payload);
 });
 
+test('debounce keep last: the replaced payload brings its own flow keys, so its concurrency key and rate key are the new ones', async () => {
+  const task = defineTask({
+    name: 'deb-keys',
+    payload: z.object({ k: z.string() }),
+    concurrency: { limit: 1, key: (p) => p.k },
+    rateLimit: { limit: 5, periodMs: 60_000, key: (p) => `rate-${p.k}` },
+    handler: () => {},
+  });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: () => {}, retention: false });
+  await skiplock.enqueueWithResult({ task: 'deb-keys', payload: { k: 'A' }, debounce: { key: 'd', delayMs: 0 } });
+  const last = await skiplock.enqueueWithResult({ task: 'deb-keys', payload: { k: 'B' }, debounce: { key: 'd', delayMs: 0 } });
+  const [row] = await db.sql.query(statement(`SELECT payload, flow_key, rate_key FROM skiplock.job WHERE id = $1`, [last.job.id]));
+  expect(row).toEqual({ payload: { k: 'B' }, flow_key: 'B', rate_key: 'rate-B' });
+  // keep 'first' keeps the first payload's keys with it.
+  await skiplock.enqueueWithResult({ task: 'deb-keys', payload: { k: 'C' }, debounce: { key: 'e', delayMs: 0, keep: 'first' } });
+  const kept = await skiplock.enqueueWithResult({ task: 'deb-keys', payload: { k: 'D' }, debounce: { key: 'e', delayMs: 0, keep: 'first' } });
+  const [firstRow] = await db.sql.query(statement(`SELECT payload, flow_key, rate_key FROM skiplock.job WHERE id = $1`, [kept.job.id]));
+  expect(firstRow).toEqual({ payload: { k: 'C' }, flow_key: 'C', rate_key: 'rate-C' });
+});
+
 test('debounce pushes run_at to now + delayMs, never past first enqueue + maxDelayMs; a new job once claimed', async () => {
   const ran: unknown[] = [];
   const { skiplock, at } = setup((p, name) => void (name === 'deb' && ran.push(p.v)));

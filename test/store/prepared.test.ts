@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { preparedStatementUnusable } from '../../src/store/drivers/pool.ts';
 import { completeAndClaim } from '../../src/store/jobs.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
@@ -69,4 +70,11 @@ test('a schema change under a prepared statement: that query still answers, and 
     console.warn = warn;
     await sql.close();
   }
+});
+
+test('the schema-change refusal is recognised by the server function that raised it, not only by its English message', () => {
+  const refusal = (message: string, routine?: string) => Object.assign(new Error(message), { code: '0A000', ...(routine && { routine }) });
+  expect(preparedStatementUnusable(refusal('der gecachte Plan darf den Ergebnistyp nicht ändern', 'RevalidateCachedQuery'))).toBe(true);
+  expect(preparedStatementUnusable(refusal('cached plan must not change result type'))).toBe(true);
+  expect(preparedStatementUnusable(refusal('feature not supported', 'something_else'))).toBe(false);
 });

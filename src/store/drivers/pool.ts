@@ -38,10 +38,12 @@ export interface PoolDriverOptions {
  * plan must not change result type", e.g. a migration while this process runs), or a pooler gave
  * the query a connection that does not hold it (26000) or holds another under the name (42P05).
  */
-function preparedStatementUnusable(error: unknown): boolean {
+export function preparedStatementUnusable(error: unknown): boolean {
   const state = sqlState(error);
   if (state === '26000' || state === '42P05') return true;
-  return state === '0A000' && error instanceof Error && /cached plan must not change result type/i.test(error.message);
+  if (state !== '0A000' || !(error instanceof Error)) return false;
+  // The server function that raised it names it in any language (lc_messages translates the message).
+  return (error as { routine?: unknown }).routine === 'RevalidateCachedQuery' || /cached plan must not change result type/i.test(error.message);
 }
 
 /** A statement's name: one per text (a 52-bit FNV-1a hash), so that a connection never sees one name with two texts. */
