@@ -306,3 +306,41 @@ test('a paused task with limits is neither claimed nor keeps the ticker awake (t
   expect(await skiplock.msUntilNextWork()).toBeLessThanOrEqual(0);
   expect((await skiplock.tick({ untilIdle: true, budgetMs: 15_000 })).claimed).toBe(1);
 });
+
+/**
+ * Migration 014: a limited claim visits at most 1,000 keys. It walks only its own tasks, each
+ * from where the last claim of that task stopped, so no due job waits behind 1,000 keys that
+ * cannot be taken (nothing due, full, or another task's), whatever the keys look like.
+ */
+test('a due job behind 1,000 keys with nothing due is claimed within two claims, whatever its keys sort like', async () => {
+  const task = defineTask({ name: 'strand', payload: z.object({ k: z.string() }), concurrency: { limit: 1, key: (p) => p.k }, handler: () => {} });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
+  const later = new Date(Date.now() + 86_400_000);
+  await skiplock.enqueueBatch(Array.from({ length: 1001 }, (_, i) => ({ task: 'strand', payload: { k: `user-${String(i).padStart(4, '0')}` }, runAt: later })));
+  const due = await skiplock.enqueue({ task: 'strand', payload: { k: 'user-9999' } });
+  const limits = flowLimits(createRegistry([task]));
+  const claimed: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const rows = await db.sql.query(completeAndClaim({ now: null, workerId: `w${i}`, results: [], limit: 10, budgetMs: 60_000, tasks: ['strand'], leaseMs: 60_000, leaseGraceMs: 0, flowLimits: limits }));
+    claimed.push(...rows.filter((r) => r.id !== null).map((r) => String(r.id)));
+  }
+  expect(claimed).toEqual([due.id]);
+});
+
+test('a limited task is claimed while another limited task, paused, has more than 1,000 keys queued', async () => {
+  const a = defineTask({ name: 'a-sync', payload: z.object({ k: z.string() }), concurrency: { limit: 1, key: (p) => p.k }, handler: () => {} });
+  const b = defineTask({ name: 'b-report', payload: z.object({}), concurrency: { limit: 2 }, handler: () => {} });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [a, b], log: quiet });
+  await skiplock.enqueueBatch(Array.from({ length: 1001 }, (_, i) => ({ task: 'a-sync', payload: { k: String(i).padStart(4, '0') } })));
+  await skiplock.pauseTask('a-sync');
+  try {
+    const due = await skiplock.enqueue({ task: 'b-report', payload: {} });
+    const rows = await db.sql.query(completeAndClaim({
+      now: null, workerId: 'w', results: [], limit: 10, budgetMs: 60_000, tasks: ['a-sync', 'b-report'], leaseMs: 60_000, leaseGraceMs: 0,
+      flowLimits: flowLimits(createRegistry([a, b])),
+    }));
+    expect(rows.filter((r) => r.id !== null).map((r) => String(r.id))).toEqual([due.id]);
+  } finally {
+    await skiplock.resumeTask('a-sync');
+  }
+});
