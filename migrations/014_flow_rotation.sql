@@ -61,28 +61,34 @@ BEGIN
     -- FOR loop reads its query through a cursor): it stops when the claim is full.
     FOR g IN
       WITH RECURSIVE
-      after_start(fk, rk) AS (
-        (SELECT j.flow_key, j.rate_key FROM skiplock.job j
-          WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.task = tname AND (j.task, j.flow_key, j.rate_key) > (tname, cf, cr)
+      -- (No "task = tname" inside the probes: with it the planner may take job_task_id_idx and
+      -- sort a task's every job per probe. The row comparison alone is job_flow_queued_idx's
+      -- index condition; the walk ends where the task does.)
+      after_start(task, fk, rk) AS (
+        (SELECT j.task, j.flow_key, j.rate_key FROM skiplock.job j
+          WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) > (tname, cf, cr)
           ORDER BY j.task, j.flow_key, j.rate_key LIMIT 1)
         UNION ALL
         SELECT n.* FROM after_start a CROSS JOIN LATERAL (
-          SELECT j.flow_key, j.rate_key FROM skiplock.job j
-           WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.task = tname AND (j.task, j.flow_key, j.rate_key) > (tname, a.fk, a.rk)
+          SELECT j.task, j.flow_key, j.rate_key FROM skiplock.job j
+           WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) > (a.task, a.fk, a.rk)
            ORDER BY j.task, j.flow_key, j.rate_key LIMIT 1) n
+         WHERE a.task = tname
       ),
-      up_to_start(fk, rk) AS (
-        (SELECT j.flow_key, j.rate_key FROM skiplock.job j
-          WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.task = tname AND (j.task, j.flow_key, j.rate_key) <= (tname, cf, cr)
+      up_to_start(task, fk, rk) AS (
+        (SELECT j.task, j.flow_key, j.rate_key FROM skiplock.job j
+          WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) >= (tname, '', '')
           ORDER BY j.task, j.flow_key, j.rate_key LIMIT 1)
         UNION ALL
         SELECT n.* FROM up_to_start a CROSS JOIN LATERAL (
-          SELECT j.flow_key, j.rate_key FROM skiplock.job j
-           WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.task = tname
-             AND (j.task, j.flow_key, j.rate_key) > (tname, a.fk, a.rk) AND (j.task, j.flow_key, j.rate_key) <= (tname, cf, cr)
+          SELECT j.task, j.flow_key, j.rate_key FROM skiplock.job j
+           WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) > (a.task, a.fk, a.rk)
            ORDER BY j.task, j.flow_key, j.rate_key LIMIT 1) n
+         WHERE a.task = tname AND (a.task, a.fk, a.rk) <= (tname, cf, cr)
       )
-      SELECT * FROM after_start UNION ALL SELECT * FROM up_to_start
+      SELECT fk, rk FROM after_start WHERE task = tname
+      UNION ALL
+      SELECT fk, rk FROM up_to_start WHERE task = tname AND (task, fk, rk) <= (tname, cf, cr)
     LOOP
       IF remaining <= 0 OR visited >= 1000 THEN
         stopped := true;
