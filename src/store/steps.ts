@@ -184,11 +184,7 @@ export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }
  * Costs nothing measurable when no ended job has a parent (empty CTEs).
  */
 export function fanInCtes(ended: string): string {
-  const stepSet = `status = CASE WHEN e.status = 'DONE' THEN 'done' ELSE 'failed' END,
-         output = CASE WHEN e.status = 'DONE' THEN e.result END,
-         error = CASE WHEN e.status = 'DONE' THEN NULL ELSE coalesce(e.last_error, 'the child job was ' || lower(e.status)) END,
-         child_status = e.status, finished_at = ${NOW},
-         duration_ms = least(greatest(round(extract(epoch FROM ${NOW} - s.started_at) * 1000), 0), 2147483647)::int`;
+  const stepSet = childEndSet('e', NOW);
   return `fan_ended AS MATERIALIZED (
        SELECT e.id, e.status, e.result, e.last_error, e.parent_id, e.parent_step FROM ${ended} e
         WHERE e.parent_id IS NOT NULL AND e.status IN ('DONE', 'DEAD', 'CANCELLED')
@@ -203,7 +199,7 @@ export function fanInCtes(ended: string): string {
        UPDATE skiplock.job_step s SET ${stepSet}
          FROM fan_ended e JOIN skiplock.job p ON p.id = e.parent_id
         WHERE s.job_id = e.parent_id AND s.id = e.parent_step AND s.child_id = e.id AND s.status = 'failed' AND p.status IN ('DEAD', 'QUEUED')
-          AND p.last_error LIKE 'ChildJobError: child job ' || e.id || ' (%'
+          AND ${diedOf('p', 'e.id')}
        RETURNING s.job_id, s.status
      ),
      fan_parents AS (
@@ -226,16 +222,38 @@ export function fanInCtes(ended: string): string {
 }
 
 /**
- * For a person's retry of a parent: its failed invoke steps whose child has since ended DONE (a
- * person retried the child, and it succeeded while the parent was RUNNING, so that end could not
- * reach it) take the child's result, so the retried parent goes on instead of failing again.
+ * The SET of an invoke step (alias s) recording how its child (alias `child`: status, result,
+ * last_error) ended, at `endedAt`.
+ */
+function childEndSet(child: string, endedAt: string): string {
+  return `status = CASE WHEN ${child}.status = 'DONE' THEN 'done' ELSE 'failed' END,
+         output = CASE WHEN ${child}.status = 'DONE' THEN ${child}.result END,
+         error = CASE WHEN ${child}.status = 'DONE' THEN NULL ELSE coalesce(${child}.last_error, 'the child job was ' || lower(${child}.status)) END,
+         child_status = ${child}.status, finished_at = ${endedAt},
+         duration_ms = least(greatest(round(extract(epoch FROM ${endedAt} - s.started_at) * 1000), 0), 2147483647)::int`;
+}
+
+/**
+ * The parent (alias) went DEAD of this child's ChildJobError (src/core/errors.ts: its last_error
+ * is `ChildJobError: child job <id> (…`), rather than catching it and going on: only such a
+ * parent may be given the child's later success.
+ */
+function diedOf(parent: string, childId: string): string {
+  return `${parent}.last_error LIKE 'ChildJobError: child job ' || ${childId} || ' (%'`;
+}
+
+/**
+ * For a person's retry of a parent that died of a child: its failed invoke step, when that child
+ * has since ended DONE (a person retried the child, and it succeeded while the parent was
+ * RUNNING, so that end could not reach it), takes the child's result, so the retried parent goes
+ * on instead of failing again. (A retry keeps last_error; `skiplock.job` here is the row before it.)
  */
 function refreshedStepCte(retried: string): string {
   return `refreshed AS (
-       UPDATE skiplock.job_step s SET status = 'done', output = c.result, error = NULL, child_status = 'DONE', finished_at = c.finished_at
-         FROM ${retried} r JOIN skiplock.job c ON c.parent_id = r.id
+       UPDATE skiplock.job_step s SET ${childEndSet('c', 'c.finished_at')}
+         FROM ${retried} r JOIN skiplock.job p ON p.id = r.id JOIN skiplock.job c ON c.parent_id = r.id
         WHERE c.parent_id IS NOT NULL AND s.job_id = r.id AND s.id = c.parent_step AND s.child_id = c.id
-          AND s.kind = 'invoke' AND s.status = 'failed' AND c.status = 'DONE'
+          AND s.kind = 'invoke' AND s.status = 'failed' AND c.status = 'DONE' AND ${diedOf('p', 'c.id')}
      )`;
 }
 

@@ -205,11 +205,12 @@ describe('ctx.invoke', () => {
   test('a parent that handled a child\'s failure and later died of something else is not revived when the child is retried', async () => {
     const fail = { ids: new Set([0]) };
     const handled: string[] = [];
+    let caught = 0;
     const parent = defineTask({
       name: 'parent',
       payload: z.object({}),
       handler: async (_p, ctx) => {
-        await ctx.invoke('charge', 'child', { n: 0 }).catch(() => ctx.step('release-hold', () => void handled.push('released')));
+        await ctx.invoke('charge', 'child', { n: 0 }).catch(() => ((caught += 1), ctx.step('release-hold', () => void handled.push('released'))));
         throw new PermanentError('gave up later');
       },
     });
@@ -227,6 +228,15 @@ describe('ctx.invoke', () => {
     // Its run acted on the failure: the parent stays DEAD, and its step as it saw it.
     expect(await sk.getJob(job.id)).toMatchObject({ status: 'DEAD', lastError: 'PermanentError: gave up later' });
     expect((await stepRows(job.id)).map((s) => [s.id, s.status, s.child_status])).toEqual([['charge', 'failed', 'DEAD'], ['release-hold', 'done', null]]);
+
+    // A person's retry of the parent replays the run it made: the failure it handled, not the
+    // child's later success (the refresh of a retried parent's steps applies only to a parent
+    // that died of that child).
+    await sk.retryJob(job.id);
+    expect((await stepRows(job.id)).map((s) => [s.id, s.status, s.child_status])).toEqual([['charge', 'failed', 'DEAD'], ['release-hold', 'done', null]]);
+    await sk.tick({ untilIdle: true });
+    expect(caught).toBe(2);
+    expect(await sk.getJob(job.id)).toMatchObject({ status: 'DEAD', lastError: 'PermanentError: gave up later' });
   });
 
   test('a child retried while its parent still waits for others: waited for again, the parent wakes once with both results', async () => {
