@@ -4,6 +4,7 @@
  * by a round trip of its own; only the latest value is written.
  */
 import { findUnstorableJson } from '../core/json.ts';
+import { utf8Length } from './stored-json.ts';
 
 /** The largest progress value, in bytes of JSON (UTF-8). It is written with every heartbeat and kept in each history entry. */
 export const MAX_PROGRESS_BYTES = 2048;
@@ -42,7 +43,7 @@ export function toProgressJson(value: unknown): unknown {
     throw new TypeError(`ctx.progress: the value is not JSON-serializable (${String(error)})`);
   }
   if (text === undefined) throw new TypeError('ctx.progress: the value is not JSON (undefined, a function or a symbol)');
-  const bytes = new TextEncoder().encode(text).length;
+  const bytes = utf8Length(text);
   if (bytes > MAX_PROGRESS_BYTES)
     throw new RangeError(`ctx.progress: the value is ${bytes} bytes of JSON, more than the ${MAX_PROGRESS_BYTES} allowed; report a small summary ({ done, total })`);
   const json: unknown = JSON.parse(text);
