@@ -239,10 +239,8 @@ const jobId = fc.oneof(
   fc.bigInt({ min: 0n, max: 2n ** 70n }).map(String),
   anyString.map(segment),
 );
-/** Mostly a job cancelled before the fuzz (read when the property runs, after beforeAll), else any id. */
-function seededJobId(): fc.Arbitrary<string> {
-  return fc.oneof({ arbitrary: fc.nat({ max: CANCELLED - 1 }).map((i) => cancelledIds[i]!), weight: 2 }, jobId);
-}
+/** Mostly a job cancelled before the fuzz (cancelledIds is read as values are drawn, after beforeAll), else any id. */
+const seededJobId = fc.oneof({ arbitrary: fc.nat({ max: CANCELLED - 1 }).map((i) => cancelledIds[i]!), weight: 2 }, jobId);
 const scheduleName = fc.oneof(
   { arbitrary: fc.constantFrom('nightly', 'a.b:c-d_e', 'hourly'), weight: 3 },
   fc.constantFrom('x'.repeat(201), '%00', '%20', '%ED%A0%80'),
@@ -277,8 +275,8 @@ const request: fc.Arbitrary<FuzzRequest> = fc
       // Mostly the ids the first enqueues get, so that a PATCH finds a job.
       { arbitrary: fc.tuple(fc.oneof({ arbitrary: fc.integer({ min: 1, max: 200 }).map(String), weight: 3 }, jobId), bodyFor(rescheduleBody)).map(([id, body]) => ['PATCH', `/v1/jobs/${id}`, body] as const), weight: 3 },
       fc.tuple(taskPathName, fc.constantFrom('pause', 'resume'), fc.option(bodyFor(anything), { nil: undefined })).map(([name, action, body]) => ['POST', `/v1/tasks/${name}/${action}`, body] as const),
-      fc.tuple(seededJobId(), fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/cancel`, body] as const),
-      fc.tuple(seededJobId(), fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/retry`, body] as const),
+      fc.tuple(seededJobId, fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/cancel`, body] as const),
+      fc.tuple(seededJobId, fc.option(bodyFor(anything), { nil: undefined })).map(([id, body]) => ['POST', `/v1/jobs/${id}/retry`, body] as const),
       { arbitrary: fc.tuple(scheduleName, bodyFor(scheduleBody)).map(([name, body]) => ['PUT', `/v1/schedules/${name}`, body] as const), weight: 2 },
       bodyFor(retryDeadBody).map((body) => ['POST', '/v1/jobs/retry-dead', body] as const),
       fc.tuple(fc.constantFrom('GET', 'POST'), fc.option(bodyFor(anything), { nil: undefined })).map(([method, body]) => [method, '/v1/tick', method === 'GET' ? undefined : body] as const),
