@@ -108,8 +108,11 @@ export function cancelJob(p: { now: Clock; id: string }): Statement {
   );
 }
 
-/** A retried job: QUEUED, due now, with a fresh set of attempts (last_error is kept). */
-const RETRIED = `status = 'QUEUED', attempts = 0, run_at = ${NOW}, finished_at = NULL, result = NULL,
+/**
+ * A retried job: QUEUED, due now, with a fresh set of attempts (last_error is kept); its next run
+ * is a new start for a rate limit (rate_attempt, migration 015).
+ */
+const RETRIED = `status = 'QUEUED', attempts = 0, rate_attempt = NULL, run_at = ${NOW}, finished_at = NULL, result = NULL,
   cancel_requested = false, debounce_key = NULL, updated_at = ${NOW}`;
 
 /**

@@ -161,7 +161,7 @@ export interface CompleteAndClaimParams {
   staticSchedules?: readonly string[] | null;
   /**
    * The limits of the tasks above that have flow control (concurrency, rateLimit): their jobs are
-   * claimed by skiplock.claim_limited (migration 010), first, and the rest of `limit` by the plain
+   * claimed by skiplock.claim_limited_jobs (migrations 010, 015), first, and the rest of `limit` by the plain
    * claim. Empty or absent: the statement is the plain one, unchanged.
    */
   flowLimits?: readonly FlowLimitRow[];
@@ -172,7 +172,7 @@ export interface CompleteAndClaimParams {
   fanIn?: boolean;
 }
 
-/** One limited task as skiplock.claim_limited reads it (src/runtime/flow-key.ts builds them). */
+/** One limited task as skiplock.claim_limited_jobs reads it (src/runtime/flow-key.ts builds them). */
 export interface FlowLimitRow {
   task: string;
   /** Concurrency per flow_key. */
@@ -255,10 +255,10 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
        UPDATE skiplock.job j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
          locked_until = ${leaseUntil('$7', '$6')}, updated_at = ${NOW},
-         started_at = ${NOW}, progress = NULL, debounce_key = NULL
+         started_at = ${NOW}, progress = NULL, debounce_key = NULL${limited ? RATE_ATTEMPT : ''}
        WHERE j.id = ANY (ARRAY(SELECT id FROM next))${p.fanIn ? NOT_A_PARENT_OF_WRITTEN : ''}
        RETURNING j.*
-     )
+     )${limited ? STARTED : ''}
      SELECT w.written, w.cancelled, w.schedule_due, claimed.*
        FROM (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) AS written,
                     coalesce(jsonb_agg(id::text) FILTER (WHERE status = 'CANCELLED'), '[]'::jsonb) AS cancelled,
@@ -300,17 +300,36 @@ const CLAIM_PLAIN = `next AS MATERIALIZED (
      )`;
 
 /**
- * With flow control: the limited tasks ($10, migration 010's claim_limited) first — bounded by
+ * With flow control: the limited tasks ($10, migration 015's claim_limited_jobs) first — bounded by
  * their limits, they cannot starve the others, and a backlog of plain jobs cannot starve them —
  * then the plain tasks ($11) in what is left of `limit`, by the plain claim, unchanged.
  */
 const CLAIM_LIMITED = `limited AS MATERIALIZED (
-       SELECT id FROM skiplock.claim_limited($4::int, ${NOW}, $5, ${unpausedLimits('$10')}) AS id
+       SELECT job_id AS id, start_at FROM skiplock.claim_limited_jobs($4::int, ${NOW}, $5, ${unpausedLimits('$10')})
      ),
      plain AS MATERIALIZED (
        SELECT id FROM skiplock.claimable_jobs($4::int - (SELECT count(*)::int FROM limited), ${NOW}, $5, ${unpaused('$11')}) AS id
      ),
      next AS (SELECT id FROM limited UNION ALL SELECT id FROM plain)`;
+
+/**
+ * The rate-limit starts of the limited jobs the claim took (migration 015): recorded here, not by
+ * claim_limited_jobs, so a job it picked that this statement's UPDATE could not take (one this
+ * statement wrote, or one newer than its snapshot) costs no start. Before the commit that releases
+ * the key's lock, so the next claim of the key counts them.
+ */
+const STARTED = `,
+     started AS (
+       INSERT INTO skiplock.flow_start (task, rate_key, started_at)
+       SELECT c.task, c.rate_key, l.start_at FROM claimed c JOIN limited l ON l.id = c.id WHERE l.start_at IS NOT NULL
+     )`;
+
+/**
+ * The attempt whose start a limited job's claim counted (migration 015): a resume of the same
+ * attempt, which gives it back, is then claimed without a new start.
+ */
+const RATE_ATTEMPT = `,
+         rate_attempt = CASE WHEN j.flow_key IS NOT NULL THEN j.attempts + 1 ELSE j.rate_attempt END`;
 
 /**
  * After a claiming statement failed (it may have committed with its answer lost): gives back the

@@ -134,7 +134,8 @@ export const FIRING_HISTORY = "interval '7 days'";
  * Fires the planned instants, in one statement:
  *   locked   the schedules whose revision and watermark are still those the plan was made from
  *            (FOR UPDATE SKIP LOCKED: a schedule another tick is firing right now is left to it);
- *            `busy` when overlap is 'skip' and a job of the schedule is QUEUED or RUNNING
+ *            `busy` when overlap is 'skip' and a job of the schedule is live: QUEUED (a sleep too),
+ *            RUNNING, or WAITING for its children
  *   advanced moves their watermark and next run (past every due instant when busy)
  *   firings  one row per instant, ON CONFLICT DO NOTHING, each with a job id drawn from the
  *            job sequence; only the rows actually inserted are returned
@@ -156,7 +157,7 @@ export function fireSchedules(p: { now: Clock; plans: readonly FiringPlanRow[] }
               p.busy_advance_to, p.busy_next_run_at, p.priority, p.max_attempts, p.timeout_ms, p.flow_key, p.rate_key,
               (s.overlap = 'skip' AND EXISTS (
                  SELECT 1 FROM skiplock.job j
-                  WHERE j.schedule_name = s.name AND j.status IN ('QUEUED', 'RUNNING'))) AS busy
+                  WHERE j.schedule_name = s.name AND j.status IN ('QUEUED', 'RUNNING', 'WAITING'))) AS busy
          FROM skiplock.schedule s JOIN plan p ON p.name = s.name
         WHERE s.enabled AND s.revision = p.revision AND s.watermark = p.watermark
         ORDER BY s.name

@@ -211,6 +211,7 @@ export function fanInCtes(ended: string): string {
                        WHEN p.status = 'DEAD' AND n.revived > 0 THEN 'QUEUED'
                        ELSE p.status END,
          attempts = CASE WHEN p.status = 'DEAD' AND n.revived > 0 THEN 0 ELSE p.attempts END,
+         rate_attempt = CASE WHEN p.status = 'DEAD' AND n.revived > 0 THEN NULL ELSE p.rate_attempt END,
          finished_at = CASE WHEN p.status = 'DEAD' AND n.revived > 0 THEN NULL ELSE p.finished_at END,
          run_at = CASE WHEN p.status = 'WAITING' OR (p.status = 'DEAD' AND n.revived > 0) THEN ${NOW} ELSE p.run_at END,
          updated_at = ${NOW}

@@ -1,8 +1,10 @@
 /** overlap 'skip' and disabled schedules. */
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { z } from 'zod';
 import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
+import { defineTask } from '../../src/runtime/task.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import { createClock, firings, iso, scheduledJobs, scheduleRow, skiplockAt } from './support.ts';
+import { createClock, firings, iso, noop, scheduledJobs, scheduleRow, skiplockAt } from './support.ts';
 
 let db: TestDb;
 beforeAll(async () => (db = await createTestDb()));
@@ -89,4 +91,26 @@ test('a disabled schedule fires nothing; re-enabled, it starts from then without
   await enabled.fireDueSchedules();
   expect(iso(await firings(db.sql, 'static-off'))).toEqual(['2026-01-05T10:06:00.000Z']);
   expect(iso(await firings(db.sql, 'dynamic-off'))).toEqual(['2026-01-05T10:06:00.000Z']);
+});
+
+test("overlap 'skip' fires nothing while the previous run is WAITING for its children", async () => {
+  const clock = createClock('2026-02-05T10:00:30Z');
+  const child = defineTask({ name: 'overlap-child', payload: z.object({}), handler: () => 'child' });
+  const flow = defineTask({ name: 'overlap-flow', payload: z.object({}), handler: async (_p, ctx) => ctx.invoke('child', 'overlap-child', {}) });
+  const skiplock = skiplockAt(db.sql, clock, { tasks: [noop, child, flow] });
+  // The child cannot run (its task is paused): the workflow waits for it.
+  await skiplock.pauseTask('overlap-child');
+  await skiplock.putSchedule('waits', { cron: '* * * * *', task: 'overlap-flow', overlap: 'skip' });
+  for (let i = 0; i < 3; i++) {
+    clock.advance(60_000);
+    await skiplock.tick({ untilIdle: true, reapIntervalMs: 0 });
+  }
+  expect((await scheduledJobs(db.sql, 'waits')).map((j) => j.status)).toEqual(['WAITING']);
+  // The child done, the workflow ends; the next instant fires.
+  await skiplock.resumeTask('overlap-child');
+  await skiplock.tick({ untilIdle: true, reapIntervalMs: 0 });
+  expect((await scheduledJobs(db.sql, 'waits')).map((j) => j.status)).toEqual(['DONE']);
+  clock.advance(60_000);
+  await skiplock.tick({ untilIdle: true, reapIntervalMs: 0 });
+  expect((await scheduledJobs(db.sql, 'waits')).map((j) => j.status)).toEqual(['DONE', 'DONE']);
 });
