@@ -11,7 +11,7 @@ export const CATCH_UP_POLICIES = ['all', 'latest', 'none'] as const;
 export type CatchUp = (typeof CATCH_UP_POLICIES)[number];
 
 export const OVERLAP_POLICIES = ['allow', 'skip'] as const;
-/** Whether an instant fires while the schedule's previous job is still QUEUED or RUNNING. */
+/** Whether an instant fires while the schedule's previous job is still QUEUED, RUNNING or WAITING. */
 export type Overlap = (typeof OVERLAP_POLICIES)[number];
 
 export const SCHEDULE_DEFAULTS = {

@@ -49,7 +49,8 @@ export const scheduleInputSchema = z
      */
     catchUp: z.enum(CATCH_UP_POLICIES).optional(),
     /**
-     * 'skip': an instant does not fire while a job of this schedule is still QUEUED or RUNNING
+     * 'skip': an instant does not fire while a job of this schedule is still live: QUEUED (sleeping
+     * included), RUNNING or WAITING for its children
      * (and with catchUp 'all', missed instants fire one per tick). Default 'allow'.
      */
     overlap: z.enum(OVERLAP_POLICIES).optional(),

@@ -275,7 +275,8 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     counts.claimed += claimed.length;
     if (claimed.some((job) => job.stepCount > 0)) await startDurable(claimed);
     else claimed.forEach((job) => start(job));
-    // A job put back due now was invisible to this statement's claim (one snapshot): look again.
+    // A job put back due now is not taken by this statement's claim: a statement updates a row
+    // once (the claim functions read fresh snapshots, not the statement's one; migration 015): look again.
     // So may a parent a child's end woke (the fan-in), or one whose children had all ended (wait).
     const requeuedNow = batch.some(({ job, outcome }) =>
       outcome.kind === 'release' || outcome.kind === 'wait' || job.parentId !== null || (outcome.kind === 'suspend' && outcome.runAt === null) || (outcome.kind === 'retry' && outcome.delayMs === 0));

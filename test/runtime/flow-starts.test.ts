@@ -8,7 +8,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { z } from 'zod';
-import { createSkiplock, defineTask } from '../../src/index.ts';
+import { createSkiplock, defineTask, PermanentError } from '../../src/index.ts';
 import { flowLimits } from '../../src/runtime/flow-key.ts';
 import { createRegistry } from '../../src/runtime/task.ts';
 import { completeAndClaim } from '../../src/store/jobs.ts';
@@ -162,6 +162,27 @@ test('a parent woken by its child resumes under a rate limit its start already f
   await skiplock.tick({ untilIdle: true, reapIntervalMs: 0 });
   expect(await statuses('rated-parent')).toEqual(['DONE']);
   expect(await starts('rated-parent')).toBe(1);
+});
+
+test('a person\'s retry of a DEAD job is a new start, even when it died at its first attempt', async () => {
+  let runs = 0;
+  const task = defineTask({
+    name: 'dies-rated',
+    payload: z.object({}),
+    rateLimit: { limit: 5, periodMs: HOUR },
+    handler: () => {
+      runs += 1;
+      if (runs === 1) throw new PermanentError('no');
+    },
+  });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [task], now: () => new Date(T0), log: quiet });
+  const job = await skiplock.enqueue({ task: 'dies-rated', payload: {} });
+  await skiplock.tick({ untilIdle: true, reapIntervalMs: 0 });
+  expect(await statuses('dies-rated')).toEqual(['DEAD']);
+  await skiplock.retryJob(job.id);
+  await skiplock.tick({ untilIdle: true, reapIntervalMs: 0 });
+  expect(await statuses('dies-rated')).toEqual(['DONE']);
+  expect(await starts('dies-rated')).toBe(2);
 });
 
 test('a sleeping job holds no concurrency slot: another job of its key runs meanwhile, and the sleeper resumes when a slot is free', async () => {
