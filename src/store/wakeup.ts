@@ -67,7 +67,9 @@ export function msUntilNextWork(p: {
  * With flow control: the plain tasks ($5) as before; for the limited ones ($6), each key's next
  * due job, but not before its rate limit's window opens (its rate-th most recent start + the
  * period): a key held by its rate limit wakes the ticker when it can start again, not before. A
- * key at its concurrency limit has RUNNING jobs, which keep the ticker awake anyway.
+ * key at its concurrency limit has RUNNING jobs, which keep the ticker awake anyway. A resuming
+ * job (after a sleep, a yield, its children: migration 015) needs no start: due at its run_at,
+ * whatever its key's window holds (job_flow_resume_idx, a few entries).
  */
 const NEXT_LIMITED = `skiplock.next_claimable_at(${unpaused('$5')}, $3),
               (SELECT min(CASE WHEN l.rate IS NULL THEN k.run_at ELSE greatest(k.run_at,
@@ -78,4 +80,8 @@ const NEXT_LIMITED = `skiplock.next_claimable_at(${unpaused('$5')}, $3),
                         WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.timeout_ms <= $3 AND j.attempts < j.max_attempts
                           AND j.task IN (SELECT task FROM jsonb_to_recordset($6::jsonb) AS x(task text) EXCEPT SELECT name FROM skiplock.paused_task)
                         ORDER BY j.task, j.flow_key, j.rate_key, j.run_at) k
-                 JOIN jsonb_to_recordset($6::jsonb) AS l(task text, rate int, period_ms bigint) ON l.task = k.task)`;
+                 JOIN jsonb_to_recordset($6::jsonb) AS l(task text, rate int, period_ms bigint) ON l.task = k.task),
+              (SELECT min(j.run_at) FROM skiplock.job j
+                WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.rate_attempt = j.attempts + 1
+                  AND j.timeout_ms <= $3 AND j.attempts < j.max_attempts
+                  AND j.task IN (SELECT task FROM jsonb_to_recordset($6::jsonb) AS x(task text) EXCEPT SELECT name FROM skiplock.paused_task))`;
