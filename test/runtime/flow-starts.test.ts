@@ -114,6 +114,24 @@ test('a due job committed while a claim waited for the global lock is not counte
   expect(await starts('late-rated')).toBe(1);
 });
 
+test('one claim across many concurrency keys sharing one rate key starts no more than the rate allows', async () => {
+  const task = defineTask({
+    name: 'shared-rate',
+    payload: z.object({ tenant: z.string() }),
+    concurrency: { limit: 5, key: (p) => p.tenant },
+    rateLimit: { limit: 3, periodMs: HOUR },
+    handler: () => {},
+  });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [task], now: () => new Date(T0), log: quiet });
+  await skiplock.enqueueBatch(Array.from({ length: 20 }, (_, i) => ({ task: 'shared-rate', payload: { tenant: `t${i % 10}` } })));
+  const rows = await db.sql.query(completeAndClaim({
+    now: new Date(T0), workerId: 'w', results: [], limit: 20, budgetMs: 60_000, tasks: ['shared-rate'], leaseMs: 30_000, leaseGraceMs: 0,
+    flowLimits: flowLimits(createRegistry([task])),
+  }));
+  expect(rows.filter((r) => r.id !== null)).toHaveLength(3);
+  expect(await starts('shared-rate')).toBe(3);
+});
+
 test('a 1 s sleep under rateLimit {limit: 2, periodMs: 60 s} resumes after about 1 s: a resume is no new start', async () => {
   let now = T0;
   const resumed: number[] = [];
