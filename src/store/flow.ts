@@ -29,9 +29,10 @@ export function flowStatus(p: { now: Clock; limits: readonly FlowLimitRow[] }): 
               (array_agg(s.started_at ORDER BY s.started_at DESC))[min(l.rate)] + min(l.period_ms) ${MS} AS opens_at
          FROM skiplock.flow_start s JOIN l ON l.task = s.task
         WHERE l.rate IS NOT NULL AND s.started_at > ${NOW} - l.period_ms ${MS} GROUP BY 1, 2),
+     -- resuming: the same attempt goes on (migration 015), no rate limit holds it.
      due AS MATERIALIZED (
-       SELECT j.task, j.flow_key, j.rate_key, count(*)::int AS n FROM skiplock.job j
-        WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.run_at <= ${NOW} AND j.task IN (SELECT task FROM l) GROUP BY 1, 2, 3),
+       SELECT j.task, j.flow_key, j.rate_key, (j.rate_attempt IS NOT DISTINCT FROM j.attempts + 1) AS resuming, count(*)::int AS n FROM skiplock.job j
+        WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.run_at <= ${NOW} AND j.task IN (SELECT task FROM l) GROUP BY 1, 2, 3, 4),
      full_keys AS MATERIALIZED (
        SELECT r.task, 'concurrency' AS kind, r.flow_key AS key, r.n AS in_use, l."limit" AS lim, NULL::timestamptz AS opens_at
          FROM running r JOIN l ON l.task = r.task WHERE r.n >= l."limit"
@@ -42,11 +43,11 @@ export function flowStatus(p: { now: Clock; limits: readonly FlowLimitRow[] }): 
        SELECT s.task, 'rate', s.rate_key, s.n, l.rate, s.opens_at FROM starts s JOIN l ON l.task = s.task WHERE s.n >= l.rate),
      held AS MATERIALIZED (
        SELECT d.*, EXISTS (SELECT 1 FROM full_keys f WHERE f.task = d.task AND (f.kind = 'global'
-                      OR (f.kind = 'concurrency' AND f.key = d.flow_key) OR (f.kind = 'rate' AND f.key = d.rate_key))) AS held
+                      OR (f.kind = 'concurrency' AND f.key = d.flow_key) OR (f.kind = 'rate' AND f.key = d.rate_key AND NOT d.resuming))) AS held
          FROM due d)
      (SELECT f.task, f.kind, f.key, f.in_use, f.lim, f.opens_at,
              (SELECT coalesce(sum(d.n), 0)::int FROM due d WHERE d.task = f.task
-                 AND (f.kind = 'global' OR (f.kind = 'concurrency' AND d.flow_key = f.key) OR (f.kind = 'rate' AND d.rate_key = f.key))) AS waiting
+                 AND (f.kind = 'global' OR (f.kind = 'concurrency' AND d.flow_key = f.key) OR (f.kind = 'rate' AND d.rate_key = f.key AND NOT d.resuming))) AS waiting
         FROM full_keys f ORDER BY f.task, f.kind, f.key LIMIT ${FLOW_KEYS_LISTED})
      UNION ALL
      SELECT h.task, 'waiting', NULL, NULL, NULL, NULL, sum(h.n)::int FROM held h WHERE h.held GROUP BY h.task
@@ -64,7 +65,9 @@ export function flowStatus(p: { now: Clock; limits: readonly FlowLimitRow[] }): 
 export function jobFlowWait(p: { now: Clock; id: string; limits: readonly FlowLimitRow[] }): Statement {
   return statement(
     `WITH l AS MATERIALIZED (${LIMITS})
-     SELECT j.task, j.flow_key, j.rate_key, j.run_at <= ${NOW} AS due, l."limit", l."global", l.rate, l.period_ms,
+     SELECT j.task, j.flow_key, j.rate_key, j.run_at <= ${NOW} AS due, l."limit", l."global", l.period_ms,
+            -- A resume (migration 015) needs no start: no rate limit holds it.
+            CASE WHEN j.rate_attempt IS DISTINCT FROM j.attempts + 1 THEN l.rate END AS rate,
             (SELECT count(*)::int FROM skiplock.job r WHERE r.status = 'RUNNING' AND r.task = j.task AND r.flow_key = j.flow_key) AS key_running,
             (SELECT count(*)::int FROM skiplock.job r WHERE r.status = 'RUNNING' AND r.task = j.task AND r.flow_key IS NOT NULL) AS task_running,
             (SELECT count(*)::int FROM skiplock.flow_start s WHERE s.task = j.task AND s.rate_key = j.rate_key AND s.started_at > ${NOW} - l.period_ms ${MS}) AS starts,

@@ -153,6 +153,11 @@ test('a 1 s sleep under rateLimit {limit: 2, periodMs: 60 s} resumes after about
   // The ticker wakes for the sleepers (the Durable Object alarm): at 1 s, not when the window opens.
   expect(await skiplock.msUntilNextWork()).toBe(1_000);
   now = T0 + 1_100;
+  // Due, not yet claimed: the full window holds back only the job that has not started.
+  const ids = (await db.sql.query<{ id: string }>(statement(`SELECT id::text AS id FROM skiplock.job WHERE task = 'sleepy-rated' ORDER BY id`))).map((r) => r.id);
+  expect((await skiplock.flowWait(ids[0]!))?.rate).toBeNull();
+  expect((await skiplock.flowWait(ids[2]!))?.rate).toMatchObject({ starts: 2, limit: 2 });
+  expect((await skiplock.flowStatus()).byTask['sleepy-rated']?.waiting).toBe(1);
   await skiplock.tick({ untilIdle: true, reapIntervalMs: 0 });
   expect(resumed).toEqual([1_100, 1_100]);
   expect(await statuses('sleepy-rated')).toEqual(['DONE', 'DONE', 'QUEUED']);
