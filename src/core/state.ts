@@ -18,6 +18,8 @@
  *     │  └──cancel──▶ CANCELLED
  *     └──────retry (by a person)──── DEAD | CANCELLED
  *            (and DEAD ──a failed child of it, retried by a person, ends DONE──▶ QUEUED)
+ *     (restart from a step, by a person: DEAD | CANCELLED | WAITING ──▶ QUEUED, and QUEUED stays
+ *      QUEUED; its recorded steps from that one on are forgotten: src/store/restart.ts)
  *
  * Every arrow is one SQL statement in src/store/jobs.ts (those a person takes, cancel and retry,
  * in src/store/admin.ts; the fan-in, WAITING → QUEUED, is a fragment of every statement that ends

@@ -44,7 +44,8 @@ export interface Job<Payload = unknown> {
   stepCount: number;
 }
 
-export const STEP_KINDS = ['step', 'sleep', 'invoke'] as const;
+/** `patch`: a ctx.patched marker (migration 017), stored as `patched:<id>`. */
+export const STEP_KINDS = ['step', 'sleep', 'invoke', 'patch'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 export const STEP_STATUSES = ['done', 'failed', 'sleeping', 'waiting'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
@@ -54,7 +55,7 @@ export interface JobStep {
   id: string;
   seq: number;
   kind: StepKind;
-  /** step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed. */
+  /** step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed; patch: done. */
   status: StepStatus;
   /** A step's stored output, or an invoked child's result. */
   output: unknown;

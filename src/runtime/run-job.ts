@@ -92,7 +92,8 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
   /** Decides the outcome of a handler that threw, given why (or whether) it was stopped. */
   function afterFailure(error: unknown): Settled {
     const fatal = durable?.fatal();
-    if (fatal && reason !== 'lease-lost') return dead(fatal);
+    // A PermanentError (DEAD at once), or a history a newer version wrote (retried: src/runtime/step-history.ts).
+    if (fatal && reason !== 'lease-lost') return failed(job, fatal, backoff);
     switch (reason) {
       case 'lease-lost':
         return { kind: 'lost' };
@@ -137,7 +138,7 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
     if (reason === 'lease-lost') return { kind: 'lost' };
     // A mistake in the handler's steps (a duplicate id, another order) that it caught: still DEAD.
     const fatal = durable?.fatal();
-    if (fatal) return dead(fatal);
+    if (fatal) return failed(job, fatal, backoff);
     const result = toStoredJson(value, 'result', "the handler's result");
     if ('error' in result) return dead(result.error);
     if (!nextState) return done(result.value);
@@ -210,6 +211,7 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
         sleep: (id, ms) => durable!.sleep(id, ms),
         sleepUntil: (id, date) => durable!.sleepUntil(id, date),
         invoke: (id, task, payload) => durable!.invoke(id, task, payload),
+        patched: (id) => durable!.patched(id),
       };
       Promise.resolve()
         .then(() => task.handler(payload.data, ctx))

@@ -25,6 +25,7 @@ import { TICK_DEFAULTS, tick, type TickOptions } from './tick.ts';
 import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
 import { resolveTracing, type OtelOption } from './tracing.ts';
 import { checkWaitMs, waitForJob, type WaitResult } from './wait-for-job.ts';
+import { createRestart, type RestartOptions } from './restart.ts';
 
 export type { Logger };
 
@@ -160,6 +161,13 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
   migrate(migrations: readonly Migration[]): Promise<MigrateResult>;
   /** What every tick of this isolate did so far, for /metrics (in memory; zero at start). */
   tickTotals(): TickTotals;
+  /**
+   * Restarts a job from one of its steps (docs/steps.md, "Changing a workflow's code"): keeps the
+   * steps recorded before `fromStep`, forgets it and the rest, and queues the job, due now, with
+   * fresh attempts. For a DEAD, CANCELLED, QUEUED or WAITING job; the children of forgotten
+   * invokes are cancelled. not_found (no such job or step), conflict (RUNNING or DONE).
+   */
+  restartJob(id: string, options?: RestartOptions): Promise<Job>;
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
@@ -255,6 +263,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     migrate: (migrations) => migrate(config.sql, migrations),
     tickTotals: tickMetrics.totals,
     ...createAdminOperations(sql, now, registry),
+    ...createRestart(sql, now),
     ...createFlowOperations(sql, registry, now),
     ...schedules,
   };

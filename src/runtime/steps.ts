@@ -11,12 +11,13 @@
 import { ChildJobError, isPermanent, PermanentError, SkiplockError, describeError, permanentTypeError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import type { Outcome } from '../core/state.ts';
-import type { Job, JobStep, StepKind } from '../core/types.ts';
+import type { Job, JobStep } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import { mapJobStep, toDate } from '../store/rows.ts';
 import type { Row, Sql } from '../store/sql.ts';
-import { invokeChildren, readStepsForRun, writeSleep, writeStep, type InvokeRow, type StepFence } from '../store/steps.ts';
+import { invokeChildren, readStepsForRun, writeSleep, writeStep, type InvokeRow, type MarkerRow, type StepFence } from '../store/steps.ts';
 import { prepareEnqueue } from './enqueue.ts';
+import { createHistoryCursor, markerId } from './step-history.ts';
 import { toStoredJson, utf8Length } from './stored-json.ts';
 import type { StepContext, TaskRegistry } from './task.ts';
 
@@ -90,6 +91,8 @@ export interface StepRuntime {
   sleep(id: string, ms: number): Promise<void>;
   sleepUntil(id: string, date: Date | string | number): Promise<void>;
   invoke<R = unknown>(id: string, task: string, payload?: unknown): Promise<R>;
+  /** ctx.patched (docs/steps.md, "Changing a workflow's code"): its marker rides on the next step write. */
+  patched(id: string): boolean;
   /** A mistake the handler cannot fix by catching it (a duplicate id, a change of step order): the run ends DEAD with it. */
   fatal(): Error | undefined;
 }
@@ -109,10 +112,10 @@ interface PendingInvoke {
 
 export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly StoredStep[]): StepRuntime {
   const { job } = deps;
-  const byId = new Map(stored.map((s) => [s.id, s]));
-  const bySeq = new Map(stored.map((s) => [s.seq, s]));
+  const history = createHistoryCursor(stored);
   const used = new Set<string>();
-  let nextSeq = 0;
+  /** Markers of ctx.patched not written yet: the next step write (of any kind) carries them. */
+  let markers: MarkerRow[] = [];
   let stepCount = stored.length;
   let outputBytes = stored.reduce((sum, s) => sum + (s.kind === 'step' && s.status === 'done' ? jsonLength(s.output) : 0), 0);
   /** The longest step seen for this job (recorded durations, then this run's): the yield margin. */
@@ -123,7 +126,14 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
 
   const fence = (): StepFence => ({
     now: deps.now(), jobId: job.id, lockedBy: job.lockedBy ?? '', attempt: job.attempts, leaseMs: deps.leaseMs, leaseGraceMs: deps.leaseGraceMs,
+    markers: takeMarkers(),
   });
+  /** The pending markers, handed to the statement about to be sent (a lost write loses the run, so they are not kept). */
+  const takeMarkers = () => {
+    const taken = markers;
+    markers = [];
+    return taken;
+  };
 
   /** Ends the run with a suspension; the caller's promise never settles. */
   const leave = <T>(outcome: Outcome): Promise<T> => {
@@ -131,34 +141,42 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     return never<T>();
   };
 
-  const die = (message: string): never => {
-    fatal ??= new PermanentError(message);
+  /** `transient`: a history a newer version wrote (src/runtime/step-history.ts): retried, not DEAD at once. */
+  const die = (message: string, transient = false): never => {
+    fatal ??= transient ? new Error(message) : new PermanentError(message);
     throw fatal;
   };
 
   /** Checks an id and the determinism rule, and takes the step's place (seq) in the order. */
-  function reach(id: unknown, kind: StepKind): { seq: number; row: StoredStep | undefined } {
+  function reach(id: unknown, kind: 'step' | 'sleep' | 'invoke'): { seq: number; row: StoredStep | undefined } {
     if (typeof id !== 'string' || id.length < 1 || id.length > STEP_LIMITS.maxIdLength)
       throw permanentTypeError(`ctx.${kind}: the step id must be a string of 1 to ${STEP_LIMITS.maxIdLength} characters, got ${describeId(id)}`);
     const problem = unstorableText(id);
     if (problem) throw permanentTypeError(`ctx.${kind}: the step id ${problem}`);
     if (used.has(id)) die(`duplicate step id ${JSON.stringify(id)}: each ctx.step, ctx.sleep and ctx.invoke of a job needs its own id`);
     used.add(id);
-    const seq = nextSeq++;
-    const row = byId.get(id);
-    const there = bySeq.get(seq);
-    if (row && row.seq !== seq)
-      die(`non-deterministic steps: ${JSON.stringify(id)} was step ${row.seq + 1} of an earlier run and is step ${seq + 1} now` +
-        `${there ? ` (where ${JSON.stringify(there.id)} was recorded)` : ''}; a handler must reach its steps in the same order on every run`);
-    if (!row && there)
-      die(`non-deterministic steps: step ${seq + 1} was ${JSON.stringify(there.id)} (${there.kind}) in an earlier run, and is ${JSON.stringify(id)} (${kind}) now; a handler must reach its steps in the same order on every run`);
-    if (row && row.kind !== kind)
-      die(`non-deterministic steps: ${JSON.stringify(id)} was a ctx.${row.kind} in an earlier run and is a ctx.${kind} now`);
-    if (!row) {
+    const reached = history.reach(id, kind);
+    if (!reached.ok) return die(reached.message, reached.transient);
+    if (!reached.row) {
       if (stepCount >= STEP_LIMITS.maxSteps) die(`too many steps: a job may record at most ${STEP_LIMITS.maxSteps} (ctx.step, ctx.sleep, ctx.invoke)`);
       stepCount += 1;
     }
-    return { seq, row };
+    return { seq: reached.seq, row: reached.row };
+  }
+
+  function patched(id: unknown): boolean {
+    if (typeof id !== 'string' || id.length < 1 || id.length > STEP_LIMITS.maxIdLength - 'patched:'.length)
+      throw permanentTypeError(`ctx.patched: the patch id must be a string of 1 to ${STEP_LIMITS.maxIdLength - 'patched:'.length} characters, got ${describeId(id)}`);
+    const problem = unstorableText(id);
+    if (problem) throw permanentTypeError(`ctx.patched: the patch id ${problem}`);
+    const answer = history.patched(id);
+    if (answer.marker) {
+      if (stepCount >= STEP_LIMITS.maxSteps) die(`too many steps: a job may record at most ${STEP_LIMITS.maxSteps} (ctx.step, ctx.sleep, ctx.invoke, ctx.patched)`);
+      stepCount += 1;
+      used.add(markerId(id));
+      markers.push(answer.marker);
+    }
+    return answer.value;
   }
 
   /** Before a new step's fn: leave the invocation if what is left may not fit it (the first new step of a run always runs). */
@@ -289,6 +307,7 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
       return sleepStep(id, 0, at);
     },
     invoke: invokeStep,
+    patched,
     fatal: () => fatal,
   };
 }

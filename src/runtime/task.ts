@@ -59,6 +59,14 @@ export interface TaskContext<Payload = unknown> {
    * invokes awaited together (Promise.all) are enqueued in one statement.
    */
   invoke<R = unknown>(id: string, task: string, payload?: unknown): Promise<R>;
+  /**
+   * Versioning a workflow (docs/steps.md, "Changing a workflow's code"): true on a run that reaches
+   * this point fresh (a marker `patched:<id>` is recorded, with the next step write: no round trip
+   * of its own), false on a replay of a run that went past this point before the patch existed.
+   * `if (ctx.patched('fraud-check')) await ctx.step('fraud-check', …)`. The same id answers the
+   * same within a run.
+   */
+  patched(id: string): boolean;
 }
 
 /** What a step's fn receives. */

@@ -64,6 +64,13 @@ export function lockJob(p: { id: string }): Statement {
   return statement(`SELECT 1 FROM skiplock.job WHERE id = $1::bigint FOR UPDATE`, [p.id]);
 }
 
+/** A person's cancel of job j: QUEUED or WAITING → CANCELLED, RUNNING → asked to stop (clock at $1). */
+export const CANCEL_SET = `status = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE j.status END,
+       finished_at = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN ${NOW} ELSE j.finished_at END,
+       pending_children = 0,
+       cancel_requested = (j.status = 'RUNNING'),
+       updated_at = ${NOW}`;
+
 /**
  * QUEUED or WAITING → CANCELLED; a RUNNING job only gets `cancel_requested`, which its worker sees
  * at the next heartbeat (its handler is aborted and the job lands in CANCELLED) and which the
@@ -77,42 +84,51 @@ export function lockJob(p: { id: string }): Statement {
  * own parent (fan-in).
  */
 export function cancelJob(p: { now: Clock; id: string }): Statement {
-  const cancel = `status = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE j.status END,
-       finished_at = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN ${NOW} ELSE j.finished_at END,
-       pending_children = 0,
-       cancel_requested = (j.status = 'RUNNING'),
-       updated_at = ${NOW}`;
   return updateOneJob(
-    `UPDATE skiplock.job j SET ${cancel}
+    `UPDATE skiplock.job j SET ${CANCEL_SET}
      WHERE j.id = $2::bigint AND j.status IN ('QUEUED', 'RUNNING', 'WAITING')`,
     [clock(p.now), p.id],
     `,
-     -- Descendants by job_parent_idx: the children of a cancelled job, and theirs.
-     tree(id) AS (
-       SELECT c.id FROM skiplock.job c WHERE c.parent_id IN (SELECT id FROM changed) AND c.parent_id IS NOT NULL
+     ${descendantsCtes({
+       firstLevel: `SELECT c.id FROM skiplock.job c WHERE c.parent_id IN (SELECT id FROM changed) AND c.parent_id IS NOT NULL`,
+       stepsOf: `SELECT id FROM changed UNION ALL SELECT id FROM descendants`,
+       error: `'cancelled with its parent job ' || $2::bigint`,
+     })},
+     ${fanInCtes('changed')}`,
+  );
+}
+
+/**
+ * The cascade of a cancel (or of a restart's forgotten invokes: src/store/restart.ts), for a WITH
+ * RECURSIVE: the jobs of `firstLevel` (SQL selecting ids) and their descendants (by
+ * job_parent_idx) that are not finished end CANCELLED or are asked to stop (`descendants`), and
+ * the invoke steps of `stepsOf` that still wait are marked failed with `error` (SQL text). `skip`
+ * (SQL selecting ids) are left alone: jobs the same statement changes otherwise (a statement
+ * updates a row once).
+ */
+export function descendantsCtes(p: { firstLevel: string; stepsOf: string; error: string; skip?: string }): string {
+  return `tree(id) AS (
+       ${p.firstLevel}
        UNION
        SELECT c.id FROM skiplock.job c JOIN tree t ON c.parent_id = t.id WHERE c.parent_id IS NOT NULL
      ),
      descendants AS (
-       UPDATE skiplock.job j SET ${cancel}
-         FROM tree WHERE j.id = tree.id AND j.status IN ('QUEUED', 'RUNNING', 'WAITING')
+       UPDATE skiplock.job j SET ${CANCEL_SET}
+         FROM tree WHERE j.id = tree.id AND j.status IN ('QUEUED', 'RUNNING', 'WAITING')${p.skip ? ` AND j.id NOT IN (${p.skip})` : ''}
        RETURNING j.id, j.status
      ),
      orphaned_steps AS (
        UPDATE skiplock.job_step s SET status = 'failed', child_status = 'CANCELLED', finished_at = ${NOW},
-              error = 'cancelled with its parent job ' || $2::bigint
-        WHERE s.kind = 'invoke' AND s.status = 'waiting'
-          AND s.job_id IN (SELECT id FROM changed UNION ALL SELECT id FROM descendants)
-     ),
-     ${fanInCtes('changed')}`,
-  );
+              error = ${p.error}
+        WHERE s.kind = 'invoke' AND s.status = 'waiting' AND s.job_id IN (${p.stepsOf})
+     )`;
 }
 
 /**
  * A retried job: QUEUED, due now, with a fresh set of attempts (last_error is kept); its next run
  * is a new start for a rate limit (rate_attempt, migration 015).
  */
-const RETRIED = `status = 'QUEUED', attempts = 0, rate_attempt = NULL, run_at = ${NOW}, finished_at = NULL, result = NULL,
+export const RETRIED = `status = 'QUEUED', attempts = 0, rate_attempt = NULL, run_at = ${NOW}, finished_at = NULL, result = NULL,
   cancel_requested = false, debounce_key = NULL, updated_at = ${NOW}`;
 
 /**

@@ -47,6 +47,33 @@ export interface StepFence {
   /** The tick's lease settings: the write extends the lease like a heartbeat. */
   leaseMs: number;
   leaseGraceMs: number;
+  /** ctx.patched markers to record with this write (they cost no round trip of their own). */
+  markers?: readonly MarkerRow[];
+}
+
+/** A ctx.patched marker: its stored id (`patched:<id>`) and its place in the order. */
+export interface MarkerRow {
+  id: string;
+  seq: number;
+}
+
+/**
+ * The markers a step write carries (none: the statement is unchanged): `count` to add to the
+ * step_count bump, and `cte` inserting them (kind patch, done) once the fence held. Their JSON
+ * is pushed onto `values`.
+ */
+function markerParts(f: StepFence, values: unknown[]): { count: string; cte: string } {
+  if (!f.markers?.length) return { count: '', cte: '' };
+  const n = values.push(JSON.stringify(f.markers));
+  return {
+    count: ` + jsonb_array_length($${n}::jsonb)`,
+    cte: `,
+     marked AS (
+       INSERT INTO skiplock.job_step (job_id, id, seq, kind, status, attempts, started_at, finished_at)
+       SELECT f.id, m.id, m.seq, 'patch', 'done', 0, ${NOW}, ${NOW} FROM fence f, jsonb_to_recordset($${n}::jsonb) AS m(id text, seq int)
+       ON CONFLICT DO NOTHING
+     )`,
+  };
 }
 
 /**
@@ -81,8 +108,10 @@ export function writeStep(p: StepFence & {
   error: string | null;
   durationMs: number;
 }): Statement {
+  const values = [...fenceValues(p), p.id, p.isNew ? 1 : 0, p.seq, p.status, p.output, p.error, Math.min(2_147_483_647, Math.max(0, Math.round(p.durationMs)))];
+  const marks = markerParts(p, values);
   return preparedStatement(
-    `WITH ${fenceCte('$8::int')},
+    `WITH ${fenceCte(`$8::int${marks.count}`)}${marks.cte},
      written AS (
        INSERT INTO skiplock.job_step AS s (job_id, id, seq, kind, status, output, error, attempts, started_at, finished_at, duration_ms)
        SELECT f.id, $7, $9, 'step', $10, $11::jsonb, $12, 1, ${NOW} - $13::int ${MS}, ${NOW}, $13::int FROM fence f
@@ -91,7 +120,7 @@ export function writeStep(p: StepFence & {
        RETURNING 1
      )
      SELECT count(*)::int AS held FROM fence`,
-    [...fenceValues(p), p.id, p.isNew ? 1 : 0, p.seq, p.status, p.output, p.error, Math.min(2_147_483_647, Math.max(0, Math.round(p.durationMs)))],
+    values,
   );
 }
 
@@ -101,15 +130,17 @@ export function writeStep(p: StepFence & {
  * when the lease was lost.
  */
 export function writeSleep(p: StepFence & { id: string; seq: number; until: string | null; ms: number }): Statement {
+  const values = [...fenceValues(p), p.id, p.seq, p.until, Math.round(p.ms)];
+  const marks = markerParts(p, values);
   return statement(
-    `WITH ${fenceCte('1')},
+    `WITH ${fenceCte(`1${marks.count}`)}${marks.cte},
      wake AS (SELECT coalesce($9::timestamptz, ${NOW} + $10::bigint ${MS}) AS at)
      INSERT INTO skiplock.job_step (job_id, id, seq, kind, status, attempts, started_at, finished_at, wake_at)
      SELECT f.id, $7, $8, 'sleep', CASE WHEN w.at <= ${NOW} THEN 'done' ELSE 'sleeping' END, 0, ${NOW},
             CASE WHEN w.at <= ${NOW} THEN ${NOW} END, w.at
        FROM fence f, wake w
      RETURNING wake_at, status`,
-    [...fenceValues(p), p.id, p.seq, p.until, Math.round(p.ms)],
+    values,
   );
 }
 
@@ -127,8 +158,18 @@ export interface InvokeRow {
  * asked. Answers one row per child: its id and step.
  */
 export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }): Statement {
+  const values: unknown[] = [
+    ...fenceValues(p),
+    JSON.stringify(p.children.map((c, ord) => ({
+      ord, step: c.step, seq: c.seq, task: c.job.task, payload: c.job.payload, priority: c.job.priority, delay_ms: c.job.delay_ms,
+      max_attempts: c.job.max_attempts, timeout_ms: c.job.timeout_ms, traceparent: c.job.traceparent ?? null,
+      flow_key: c.job.flow_key ?? null, rate_key: c.job.rate_key ?? null,
+    }))),
+    p.children.length,
+  ];
+  const marks = markerParts(p, values);
   return statement(
-    `WITH ${fenceCte('$8::int', '$8::int')},
+    `WITH ${fenceCte(`$8::int${marks.count}`, '$8::int')}${marks.cte},
      input AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($7::jsonb) AS i(
          ord int, step text, seq int, task text, payload jsonb, priority smallint, delay_ms bigint, max_attempts int, timeout_ms int,
@@ -148,15 +189,7 @@ export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }
          FROM children c JOIN input i ON i.step = c.parent_step
      )
      SELECT c.id::text AS id, c.parent_step AS step FROM children c`,
-    [
-      ...fenceValues(p),
-      JSON.stringify(p.children.map((c, ord) => ({
-        ord, step: c.step, seq: c.seq, task: c.job.task, payload: c.job.payload, priority: c.job.priority, delay_ms: c.job.delay_ms,
-        max_attempts: c.job.max_attempts, timeout_ms: c.job.timeout_ms, traceparent: c.job.traceparent ?? null,
-        flow_key: c.job.flow_key ?? null, rate_key: c.job.rate_key ?? null,
-      }))),
-      p.children.length,
-    ],
+    values,
   );
 }
 
@@ -249,12 +282,13 @@ function diedOf(parent: string, childId: string): string {
  * RUNNING, so that end could not reach it), takes the child's result, so the retried parent goes
  * on instead of failing again. (A retry keeps last_error; `skiplock.job` here is the row before it.)
  */
-function refreshedStepCte(retried: string): string {
+function refreshedStepCte(retried: string, keptOnly: boolean): string {
   return `refreshed AS (
        UPDATE skiplock.job_step s SET ${childEndSet('c', 'c.finished_at')}
          FROM ${retried} r JOIN skiplock.job p ON p.id = r.id JOIN skiplock.job c ON c.parent_id = r.id
         WHERE c.parent_id IS NOT NULL AND s.job_id = r.id AND s.id = c.parent_step AND s.child_id = c.id
-          AND s.kind = 'invoke' AND s.status = 'failed' AND c.status = 'DONE' AND ${diedOf('p', 'c.id')}
+          AND s.kind = 'invoke' AND s.status = 'failed' AND c.status = 'DONE' AND ${diedOf('p', 'c.id')}${keptOnly ? `
+          AND s.seq < r.from_seq` : ''}
      )`;
 }
 
@@ -263,10 +297,12 @@ function refreshedStepCte(retried: string): string {
  * parent_step). A retried child whose parent is WAITING (for its other children) has its invoke
  * step set back to waiting and counted in pending_children again, so the parent waits for this
  * child's new end instead of waking to its old failure. (A parent in another state keeps the
- * failed step; the child's next end still reaches it: see fanInCtes.)
+ * failed step; the child's next end still reaches it: see fanInCtes.) `keptOnly`, for a restart
+ * (src/store/restart.ts): `retried` also returns `from_seq`, and only the steps before it are
+ * refreshed (the same statement deletes the others).
  */
-export function reopenParentStepCtes(retried: string): string {
-  return `${refreshedStepCte(retried)},
+export function reopenParentStepCtes(retried: string, options: { keptOnly?: boolean } = {}): string {
+  return `${refreshedStepCte(retried, options.keptOnly ?? false)},
      reopened AS (
        UPDATE skiplock.job_step s SET status = 'waiting', output = NULL, error = NULL, child_status = NULL, finished_at = NULL, duration_ms = NULL
          FROM ${retried} r JOIN skiplock.job p ON p.id = r.parent_id

@@ -1,0 +1,99 @@
+/**
+ * The determinism rule in one place (docs/steps.md, "The determinism rule" and "Changing a
+ * workflow's code"): how a run's calls of ctx.step / ctx.sleep / ctx.invoke / ctx.patched are
+ * matched against the job's recorded steps. The run (src/runtime/steps.ts) and the replay check
+ * (src/runtime/replay.ts) both walk the history through this cursor, so they cannot disagree.
+ *
+ * Markers (kind `patch`, recorded by ctx.patched) are transparent to the other steps: a step
+ * reached where a marker is recorded skips it. So code that no longer calls `patched` (the patch
+ * removed once no run predates it) still replays a history that has the marker.
+ */
+import type { StepKind } from '../core/types.ts';
+import type { StoredStep } from './steps.ts';
+
+/** The id a ctx.patched marker is stored under (the table's key is shared with step ids). */
+export const markerId = (patchId: string): string => `patched:${patchId}`;
+
+export type Reached =
+  | { ok: true; seq: number; row: StoredStep | undefined }
+  /** `transient`: the mismatch follows a marker this code never asked about, so a newer version wrote the history. */
+  | { ok: false; message: string; transient: boolean };
+
+export interface HistoryCursor {
+  /** Matches a step, sleep or invoke against the history; new steps get the next free seq. */
+  reach(id: string, kind: Exclude<StepKind, 'patch'>): Reached;
+  /** ctx.patched: the answer, and the marker to record (with the next step write) when it is true and new. */
+  patched(patchId: string): { value: boolean; marker?: { id: string; seq: number } };
+  /** Recorded steps (not markers) no call has reached yet, in order. */
+  unreached(): StoredStep[];
+}
+
+export function createHistoryCursor(stored: readonly StoredStep[]): HistoryCursor {
+  const recorded = [...stored].sort((a, b) => a.seq - b.seq);
+  const byId = new Map(recorded.map((s) => [s.id, s]));
+  /** The recorded steps that are not markers: "step N" in messages counts these only. */
+  const steps = recorded.filter((s) => s.kind !== 'patch');
+  const ordinal = new Map(steps.map((s, i) => [s, i]));
+  const asked = new Map<string, boolean>();
+  let pos = 0;
+  let reachedSteps = 0;
+  let nextSeq = recorded.reduce((max, s) => Math.max(max, s.seq + 1), 0);
+
+  /** Moves past the markers at the cursor; says whether one of them was never asked about. */
+  function skipMarkers(): string | undefined {
+    let unknown: string | undefined;
+    while (recorded[pos]?.kind === 'patch') {
+      const id = recorded[pos]!.id;
+      if (!asked.has(id.slice('patched:'.length))) unknown ??= id;
+      pos += 1;
+    }
+    return unknown;
+  }
+
+  return {
+    reach(id, kind) {
+      const unknown = skipMarkers();
+      const at = reachedSteps++;
+      const there = recorded[pos];
+      const row = byId.get(id);
+      const fail = (message: string): Reached => ({
+        ok: false,
+        transient: unknown !== undefined,
+        message: unknown === undefined ? message
+          : `${message} (after the marker ${JSON.stringify(unknown)}, which this code does not ask about: a newer version of the task wrote this history, so another attempt may run on it)`,
+      });
+      if (row && row.kind === 'patch') return fail(`non-deterministic steps: ${JSON.stringify(id)} is the marker of a ctx.patched in an earlier run and a ctx.${kind} now`);
+      if (row && row !== there)
+        return fail(`non-deterministic steps: ${JSON.stringify(id)} was step ${ordinal.get(row)! + 1} of an earlier run and is step ${at + 1} now` +
+          `${there ? ` (where ${JSON.stringify(there.id)} was recorded)` : ''}; a handler must reach its steps in the same order on every run`);
+      if (!row && there)
+        return fail(`non-deterministic steps: step ${at + 1} was ${JSON.stringify(there.id)} (${there.kind}) in an earlier run, and is ${JSON.stringify(id)} (${kind}) now; a handler must reach its steps in the same order on every run`);
+      if (row && row.kind !== kind) return fail(`non-deterministic steps: ${JSON.stringify(id)} was a ctx.${row.kind} in an earlier run and is a ctx.${kind} now`);
+      if (row) {
+        pos += 1;
+        return { ok: true, seq: row.seq, row };
+      }
+      return { ok: true, seq: nextSeq++, row: undefined };
+    },
+    patched(patchId) {
+      const known = asked.get(patchId);
+      if (known !== undefined) return { value: known };
+      const id = markerId(patchId);
+      const row = byId.get(id);
+      let answer: { value: boolean; marker?: { id: string; seq: number } };
+      if (row?.kind === 'patch') {
+        // A run that reached this point took the patched path: so does every later run.
+        if (recorded[pos] === row) pos += 1;
+        answer = { value: true };
+      } else {
+        // Fresh from here (nothing recorded past the markers at the cursor): the new path, recorded.
+        let rest = pos;
+        while (recorded[rest]?.kind === 'patch') rest += 1;
+        answer = rest >= recorded.length ? { value: true, marker: { id, seq: nextSeq++ } } : { value: false };
+      }
+      asked.set(patchId, answer.value);
+      return answer;
+    },
+    unreached: () => recorded.slice(pos).filter((s) => s.kind !== 'patch'),
+  };
+}
