@@ -26,6 +26,7 @@ import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
 import { resolveTracing, type OtelOption } from './tracing.ts';
 import { checkWaitMs, waitForJob, type WaitResult } from './wait-for-job.ts';
 import { createRestart, type RestartOptions } from './restart.ts';
+import { createBulk, type BulkInput, type BulkResult } from './bulk.ts';
 
 export type { Logger };
 
@@ -168,6 +169,12 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
    * invokes are cancelled. not_found (no such job or step), conflict (RUNNING or DONE).
    */
   restartJob(id: string, options?: RestartOptions): Promise<Job>;
+  /**
+   * Retries, cancels, restarts or deletes every job a filter matches, in chunks of 1000 ids, each
+   * changed like a person's single action (docs/operations.md, "Bulk operations"):
+   * `bulk({ action: 'retry', where: { task: 'charge', status: 'DEAD', errorContains: 'ECONNRESET' } })`.
+   */
+  bulk(input: BulkInput): Promise<BulkResult>;
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
@@ -264,6 +271,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     tickTotals: tickMetrics.totals,
     ...createAdminOperations(sql, now, registry),
     ...createRestart(sql, now),
+    ...createBulk(sql, now),
     ...createFlowOperations(sql, registry, now),
     ...schedules,
   };

@@ -1,0 +1,135 @@
+/**
+ * Operating on many jobs by a filter (issue 25, docs/operations.md "Bulk operations"). A bulk
+ * action walks the matching jobs by keyset on id, in chunks: each chunk is picked by one
+ * statement (no lock), then changed by one statement (or a transaction behind the chunk's row
+ * locks, for the actions that cascade) that re-checks each job's state, like a person's single
+ * action: a job that changed since it was picked (claimed, retried by someone else) is counted as
+ * matched and left alone. No statement holds locks for longer than one chunk.
+ */
+import type { JobStatus } from '../core/types.ts';
+import { clock, type Clock } from './clock.ts';
+import { CANCEL_SET, RETRIED, descendantsCtes } from './admin.ts';
+import { statement, type Statement } from './sql.ts';
+import { fanInCtes, reopenParentStepCtes } from './steps.ts';
+
+/** Which jobs: every field given must hold. */
+export interface BulkWhereRow {
+  task: string | null;
+  statuses: readonly JobStatus[] | null;
+  /** A substring of last_error (case-sensitive). */
+  errorContains: string | null;
+  /** ISO instants: created_at < before, created_at >= after. */
+  createdBefore: string | null;
+  createdAfter: string | null;
+  /** The job's concurrency or rate-limit key (flow_key, rate_key). */
+  key: string | null;
+}
+
+export type BulkAction = 'retry' | 'cancel' | 'restart' | 'delete';
+
+/** The states each action changes (the fence each chunk re-checks). */
+export const BULK_FROM: Record<BulkAction, readonly JobStatus[]> = {
+  retry: ['DEAD', 'CANCELLED'],
+  // RUNNING: asked to stop (once), never overwritten.
+  cancel: ['QUEUED', 'WAITING', 'RUNNING'],
+  restart: ['DEAD', 'CANCELLED', 'QUEUED', 'WAITING'],
+  delete: ['DONE', 'DEAD', 'CANCELLED'],
+};
+
+/** The filter as SQL conditions on `j`, with its values pushed onto `values`. */
+function whereSql(w: BulkWhereRow, values: unknown[]): string[] {
+  const where: string[] = [];
+  if (w.task !== null) where.push(`j.task = $${values.push(w.task)}`);
+  if (w.statuses !== null) where.push(`j.status = ANY ($${values.push(w.statuses)}::text[])`);
+  if (w.errorContains !== null) where.push(`strpos(j.last_error, $${values.push(w.errorContains)}) > 0`);
+  if (w.createdBefore !== null) where.push(`j.created_at < $${values.push(w.createdBefore)}::timestamptz`);
+  if (w.createdAfter !== null) where.push(`j.created_at >= $${values.push(w.createdAfter)}::timestamptz`);
+  if (w.key !== null) {
+    const n = values.push(w.key);
+    where.push(`(j.flow_key = $${n} OR j.rate_key = $${n})`);
+  }
+  return where;
+}
+
+/**
+ * The next chunk of matching jobs: ids above `afterId` up to `maxId` (the largest id when the
+ * bulk action began: jobs created after it are not chased), ascending, at most `limit`. By the
+ * primary key, or by job_status_id_idx / job_task_id_idx when a status or a task is given.
+ */
+export function pickJobs(p: { where: BulkWhereRow; afterId: string; maxId: string; limit: number }): Statement {
+  const values: unknown[] = [p.afterId, p.maxId];
+  const where = ['j.id > $1::bigint', 'j.id <= $2::bigint', ...whereSql(p.where, values)];
+  return statement(`SELECT j.id::text AS id FROM skiplock.job j WHERE ${where.join(' AND ')} ORDER BY j.id LIMIT $${values.push(p.limit)}`, values);
+}
+
+/** The largest job id now: where a bulk action stops. */
+export function maxJobId(): Statement {
+  return statement(`SELECT coalesce(max(id), 0)::text AS id FROM skiplock.job`);
+}
+
+/** For a dry run: how many jobs match, and how many of them the action would change now. */
+export function countJobs(p: { where: BulkWhereRow; action: BulkAction; fromStep: string | null }): Statement {
+  const values: unknown[] = [BULK_FROM[p.action]];
+  const where = whereSql(p.where, values);
+  let changes = `j.status = ANY ($1::text[])`;
+  if (p.action === 'cancel') changes += ` AND NOT (j.status = 'RUNNING' AND j.cancel_requested)`;
+  if (p.action === 'restart' && p.fromStep !== null)
+    changes += ` AND EXISTS (SELECT 1 FROM skiplock.job_step s WHERE s.job_id = j.id AND s.id = $${values.push(p.fromStep)})`;
+  return statement(
+    `SELECT count(*)::int AS matched, count(*) FILTER (WHERE ${changes})::int AS changed
+       FROM skiplock.job j ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`,
+    values,
+  );
+}
+
+/** DEAD or CANCELLED → QUEUED for these jobs, as retryJob does each. One row: `changed`. */
+export function retryJobs(p: { now: Clock; ids: readonly string[] }): Statement {
+  return statement(
+    `WITH changed AS (
+       UPDATE skiplock.job j SET ${RETRIED}
+        WHERE j.id = ANY ($2::bigint[]) AND j.status IN ('DEAD', 'CANCELLED')
+       RETURNING j.id, j.parent_id, j.parent_step
+     ),
+     ${reopenParentStepCtes('changed')}
+     SELECT count(*)::int AS changed FROM changed`,
+    [clock(p.now), p.ids],
+  );
+}
+
+/**
+ * A person's cancel (src/store/admin.ts cancelJob) of these jobs: QUEUED / WAITING → CANCELLED,
+ * RUNNING → asked to stop (unless it already was), with their descendants. Within one statement a
+ * row is updated once, so a job of the chunk that descends from another of the chunk is cancelled
+ * as a descendant, and the fan-in reaches only parents outside the chunk and its trees. Sent
+ * behind lockJobs of the same ids (the cascade then sees every child a running invoke commits).
+ * One row: `changed` (the chunk's jobs cancelled or asked to stop, descendants not counted).
+ */
+export function cancelJobs(p: { now: Clock; ids: readonly string[] }): Statement {
+  return statement(
+    `WITH RECURSIVE changed AS (
+       UPDATE skiplock.job j SET ${CANCEL_SET}
+        WHERE j.id = ANY ($2::bigint[]) AND (j.status IN ('QUEUED', 'WAITING') OR (j.status = 'RUNNING' AND NOT j.cancel_requested))
+          AND NOT EXISTS (SELECT 1 FROM skiplock.job a WHERE a.id = j.parent_id AND a.id = ANY ($2::bigint[]) AND a.status IN ('QUEUED', 'WAITING', 'RUNNING'))
+       RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
+     ),
+     ${descendantsCtes({
+       firstLevel: `SELECT c.id FROM skiplock.job c WHERE c.parent_id IN (SELECT id FROM changed) AND c.parent_id IS NOT NULL`,
+       stepsOf: `SELECT id FROM changed UNION ALL SELECT id FROM descendants`,
+       error: `'cancelled with its parent job (a bulk cancel)'`,
+       skip: `SELECT id FROM changed`,
+     })},
+     fan_source AS (SELECT * FROM changed c WHERE c.parent_id IS NULL OR c.parent_id NOT IN (SELECT id FROM tree))
+     , ${fanInCtes('fan_source')}
+     SELECT (SELECT count(*)::int FROM changed) + (SELECT count(*)::int FROM descendants d WHERE d.id = ANY ($2::bigint[])) AS changed`,
+    [clock(p.now), p.ids],
+  );
+}
+
+/** Deletes these jobs if finished (DONE, DEAD, CANCELLED); their steps go with them. One row: `changed`. */
+export function deleteJobs(p: { ids: readonly string[] }): Statement {
+  return statement(
+    `WITH gone AS (DELETE FROM skiplock.job j WHERE j.id = ANY ($1::bigint[]) AND j.status IN ('DONE', 'DEAD', 'CANCELLED') RETURNING 1)
+     SELECT count(*)::int AS changed FROM gone`,
+    [p.ids],
+  );
+}
