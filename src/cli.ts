@@ -10,6 +10,8 @@
  *   skiplock enqueue <task> [payload-json] [--run-at ISO | --delay-ms N] [--priority N] [--idempotency-key K]
  *   skiplock jobs [--status S] [--task T] [--limit N] [--cursor C]
  *   skiplock tick [--budget ms] [--wait]
+ *   skiplock jobs retry|cancel|restart|delete --task T --status dead --error-contains E [--dry-run]
+ *   skiplock restart <id> [--from-step S]
  */
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -42,6 +44,11 @@ commands:
   jobs                             list jobs, newest first; prints {"jobs", "nextCursor"}
       --status S  --task T  --limit N (1-500, default 50)  --cursor C
                                    S: ${JOB_STATUSES.map((s) => s.toLowerCase()).join(', ')} (any case)
+  jobs retry|cancel|restart|delete every job matching the filter, in chunks; prints {"matched", "changed"}
+      --task T  --status S[,S…]  --error-contains E  --created-before ISO  --created-after ISO  --key K
+      --from-step S (restart)  --dry-run (count only)
+  restart <id>                     queue a job again from a step, keeping the steps before it; prints {"job"}
+      --from-step S                (default: from the top, every step forgotten)
   dev                              local PostgreSQL + migrations + Neon proxy for your project (skiplock dev --help)
   tick                             run one tick; prints what it did
       --budget ms                  how long it may run (default 30000)
@@ -71,6 +78,12 @@ const OPTIONS = {
   task: { type: 'string' },
   limit: { type: 'string' },
   cursor: { type: 'string' },
+  'error-contains': { type: 'string' },
+  'created-before': { type: 'string' },
+  'created-after': { type: 'string' },
+  key: { type: 'string' },
+  'from-step': { type: 'string' },
+  'dry-run': { type: 'boolean' },
   budget: { type: 'string' },
   wait: { type: 'boolean' },
   tasks: { type: 'string' },
@@ -181,7 +194,7 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
       return { task: taskToJson(task) };
     }
     case 'jobs': {
-      expectArgs(args, 0);
+      if (args.length > 0) return bulk(skiplock, args, values);
       const status = values.status?.toUpperCase();
       if (status !== undefined && !(JOB_STATUSES as readonly string[]).includes(status))
         throw new UsageError(`--status must be one of ${JOB_STATUSES.join(', ')}`);
@@ -192,6 +205,10 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
         ...(values.cursor !== undefined ? { cursor: values.cursor } : {}),
       });
       return { jobs: page.jobs.map(jobToJson), nextCursor: page.nextCursor };
+    }
+    case 'restart': {
+      if (args.length !== 1) throw new UsageError('restart takes <id>');
+      return { job: jobToJson(await skiplock.restartJob(args[0]!, { fromStep: values['from-step'] ?? null })) };
     }
     case 'tick': {
       expectArgs(args, 0);
@@ -212,6 +229,28 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }
+}
+
+const BULK_ACTIONS = ['retry', 'cancel', 'restart', 'delete'] as const;
+
+/** `jobs <action> --filters…`: skiplock.bulk (docs/operations.md, "Bulk operations"). */
+async function bulk(skiplock: Skiplock, args: string[], values: Values) {
+  const [action, extra] = args;
+  if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
+  if (!(BULK_ACTIONS as readonly string[]).includes(action!)) throw new UsageError(`jobs takes no argument, or one of ${BULK_ACTIONS.join(', ')}`);
+  const where: Record<string, unknown> = {};
+  if (values.task !== undefined) where.task = values.task;
+  if (values.status !== undefined) where.status = values.status.split(',').map((s) => s.trim());
+  if (values['error-contains'] !== undefined) where.errorContains = values['error-contains'];
+  if (values['created-before'] !== undefined) where.createdBefore = values['created-before'];
+  if (values['created-after'] !== undefined) where.createdAfter = values['created-after'];
+  if (values.key !== undefined) where.key = values.key;
+  return skiplock.bulk({
+    action: action as (typeof BULK_ACTIONS)[number],
+    where,
+    ...(values['dry-run'] ? { dryRun: true } : {}),
+    ...(values['from-step'] !== undefined ? { fromStep: values['from-step'] } : {}),
+  });
 }
 
 /** The given tasks, plus those of --tasks; the latter win by name. */

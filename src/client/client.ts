@@ -42,6 +42,33 @@ export interface CancelResultJson {
   outcome: 'cancelled' | 'requested';
 }
 
+/** POST /v1/jobs/bulk's body (docs/operations.md, "Bulk operations"). */
+export interface ClientBulkInput {
+  action: 'retry' | 'cancel' | 'restart' | 'delete';
+  /** At least one field; every field given must hold. */
+  where: {
+    task?: string;
+    /** One status or several, in any case. */
+    status?: string | string[];
+    /** A substring of the job's last error (case-sensitive). */
+    errorContains?: string;
+    /** ISO-8601 instants. */
+    createdBefore?: string;
+    createdAfter?: string;
+    /** The job's concurrency or rate-limit key. */
+    key?: string;
+  };
+  /** Count, write nothing. */
+  dryRun?: boolean;
+  /** restart only: the step to restart from. */
+  fromStep?: string;
+}
+
+export interface BulkResultJson {
+  matched: number;
+  changed: number;
+}
+
 export interface PutScheduleResultJson {
   schedule: ScheduleJson;
   /** False when a dynamic schedule of that name was replaced. */
@@ -72,6 +99,10 @@ export interface SkiplockClient<Tasks extends TaskList = TaskList> {
   retryJob(id: string): Promise<JobJson>;
   /** POST /v1/jobs/retry-dead: up to `limit` DEAD jobs queued again; the number queued. */
   retryDead(options?: { task?: string; limit?: number }): Promise<number>;
+  /** POST /v1/jobs/:id/restart: the job queued again from `fromStep` (omitted: from the top), the steps before it kept. */
+  restartJob(id: string, options?: { fromStep?: string | null }): Promise<JobJson>;
+  /** POST /v1/jobs/bulk: retry, cancel, restart or delete every job `where` matches. */
+  bulk(input: ClientBulkInput): Promise<BulkResultJson>;
   /** GET /v1/stats. */
   stats(): Promise<StatsJson>;
   /** GET /v1/schedules: one page of every schedule, static and dynamic. */
@@ -161,6 +192,12 @@ export function createClient<Tasks extends TaskList = TaskList>(options: ClientO
     },
     async retryJob(jobId) {
       return (await json<{ job: JobJson }>('POST', `/v1/jobs/${id(jobId)}/retry`)).job;
+    },
+    async restartJob(jobId, restartOptions = {}) {
+      return (await json<{ job: JobJson }>('POST', `/v1/jobs/${id(jobId)}/restart`, { body: { fromStep: restartOptions.fromStep ?? null } })).job;
+    },
+    bulk(input) {
+      return json<BulkResultJson>('POST', '/v1/jobs/bulk', { body: input });
     },
     async retryDead(retryOptions = {}) {
       return (await json<{ retried: number }>('POST', '/v1/jobs/retry-dead', { body: retryOptions })).retried;

@@ -24,6 +24,7 @@ import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerStatsRoutes } from './routes/stats.ts';
 import { registerTaskRoutes } from './routes/tasks.ts';
 import { registerTickRoutes } from './routes/tick.ts';
+import { registerVersionRoutes } from './routes/versions.ts';
 
 export interface AppOptions {
   /** The queue this app serves (createSkiplock). Required. */
@@ -119,6 +120,7 @@ export function createApp(options: AppOptions): App {
   );
 
   registerJobRoutes(app, deps);
+  registerVersionRoutes(app, deps);
   registerStatsRoutes(app, deps);
   registerTaskRoutes(app, deps);
   registerScheduleRoutes(app, deps);

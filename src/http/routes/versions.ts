@@ -1,0 +1,71 @@
+/**
+ * Versions and bulk (issue 25): restart a job from a step, and act on every job a filter matches.
+ * POST /v1/jobs/{id}/restart and POST /v1/jobs/bulk.
+ */
+import { createRoute, z } from '@hono/zod-openapi';
+import { JOB_STATUSES } from '../../core/types.ts';
+import { bulkInputSchema } from '../../runtime/bulk.ts';
+import { jobToJson } from '../../store/rows.ts';
+import type { App, RouteDeps } from '../app-types.ts';
+import { jsonBody } from '../json-body.ts';
+import { bearerSecurity, errorResponses, JobEnvelope, JobIdParam, jsonContent, storableText } from '../schemas.ts';
+
+export const RestartInput = z
+  .strictObject({
+    fromStep: storableText.min(1).max(200).nullable().optional().openapi({
+      description: 'The id of the step to restart from, as recorded (a ctx.patched marker is `patched:<id>`): the steps before it are kept, it and the rest forgotten. Omitted or null: every step is forgotten.',
+      example: 'fraud-check',
+    }),
+  })
+  .openapi('RestartInput');
+
+export const BulkInput = bulkInputSchema.clone().openapi('BulkInput', {
+  description: `\`action\` retry (DEAD, CANCELLED → QUEUED), cancel (QUEUED, WAITING → CANCELLED; RUNNING asked to stop), restart (DEAD, CANCELLED, QUEUED, WAITING; from \`fromStep\` or from the top) or delete (DONE, DEAD, CANCELLED). \`where\` needs at least one of task, status (${JOB_STATUSES.join(', ')}, in any case, or an array), errorContains, createdBefore, createdAfter, key.`,
+  example: { action: 'retry', where: { task: 'charge-card', status: 'DEAD', errorContains: 'ECONNRESET' } },
+});
+
+export const BulkResult = z
+  .object({
+    matched: z.number().int().openapi({ description: 'Jobs the filter matched' }),
+    changed: z.number().int().openapi({ description: 'Jobs the action changed (with dryRun: would change now)' }),
+  })
+  .openapi('BulkResult');
+
+const restartRoute = createRoute({
+  method: 'post',
+  path: '/v1/jobs/{id}/restart',
+  summary: 'Restart a job from one of its steps',
+  description: 'For a DEAD, CANCELLED, QUEUED or WAITING job: keeps the steps recorded before `fromStep`, forgets it and the rest, and queues the job, due now, with fresh attempts; the children of forgotten invokes are cancelled. 404 for no such job or step; 409 while it runs or once DONE.',
+  tags: ['jobs'],
+  security: bearerSecurity,
+  middleware: [jsonBody] as const,
+  request: { params: JobIdParam, body: { required: true, content: { 'application/json': { schema: RestartInput } } } },
+  responses: { 200: jsonContent(JobEnvelope, 'Queued again'), ...errorResponses(400, 401, 404, 409, 413) },
+});
+
+const bulkRoute = createRoute({
+  method: 'post',
+  path: '/v1/jobs/bulk',
+  summary: 'Retry, cancel, restart or delete every job a filter matches',
+  description: 'In chunks of 1000 ids, each changed like a person’s single action (the state is checked again by the statement that changes it): a RUNNING job is asked to stop, never overwritten, and running it twice changes nothing the second time. Jobs created after the call began are left alone. `dryRun` counts and writes nothing.',
+  tags: ['jobs'],
+  security: bearerSecurity,
+  middleware: [jsonBody] as const,
+  request: { body: { required: true, content: { 'application/json': { schema: BulkInput } } } },
+  responses: { 200: jsonContent(BulkResult, 'What matched and what changed'), ...errorResponses(400, 401, 413) },
+});
+
+export function registerVersionRoutes(app: App, deps: RouteDeps): void {
+  const { skiplock } = deps;
+  app.openapi(restartRoute, async (c) => {
+    const job = await skiplock.restartJob(c.req.valid('param').id, { fromStep: c.req.valid('json').fromStep ?? null });
+    deps.startWork(c);
+    return c.json({ job: jobToJson(job) }, 200);
+  });
+  app.openapi(bulkRoute, async (c) => {
+    const input = c.req.valid('json');
+    const result = await skiplock.bulk(input);
+    if (!input.dryRun && result.changed > 0 && (input.action === 'retry' || input.action === 'restart')) deps.startWork(c);
+    return c.json(result, 200);
+  });
+}
