@@ -23,6 +23,7 @@ export type { TickOptions } from './runtime/tick.ts';
 export type { ActivityMinute, CancelResult, JobPage, JobStats, ListJobsOptions } from './runtime/admin.ts';
 export type { BulkInput, BulkResult } from './runtime/bulk.ts';
 export type { RestartOptions } from './runtime/restart.ts';
+export type { CheckReplayInput, CheckReplayResult, ReplayFailure } from './runtime/replay.ts';
 export { defineSchedule, scheduleInputSchema, type Schedule, type ScheduleDefinition, type ScheduleInput } from './runtime/schedule-definition.ts';
 export { scheduleToJson, type ListSchedulesOptions, type PutScheduleResult, type ScheduleInfo, type SchedulePage } from './runtime/schedules.ts';
 export type { CatchUp, Overlap } from './core/schedule.ts';

@@ -27,6 +27,7 @@ import { resolveTracing, type OtelOption } from './tracing.ts';
 import { checkWaitMs, waitForJob, type WaitResult } from './wait-for-job.ts';
 import { createRestart, type RestartOptions } from './restart.ts';
 import { createBulk, type BulkInput, type BulkResult } from './bulk.ts';
+import { createReplayCheck, type CheckReplayInput, type CheckReplayResult } from './replay.ts';
 
 export type { Logger };
 
@@ -175,6 +176,12 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
    * `bulk({ action: 'retry', where: { task: 'charge', status: 'DEAD', errorContains: 'ECONNRESET' } })`.
    */
   bulk(input: BulkInput): Promise<BulkResult>;
+  /**
+   * The replay check (docs/steps.md, "Changing a workflow's code"): runs this deployment's handlers
+   * against the recorded steps of in-flight and recent jobs, running no step function and writing
+   * nothing, and lists each job whose next run would fail, and why. For CI before a deploy.
+   */
+  checkReplay(input?: CheckReplayInput): Promise<CheckReplayResult>;
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
@@ -272,6 +279,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     ...createAdminOperations(sql, now, registry),
     ...createRestart(sql, now),
     ...createBulk(sql, now),
+    ...createReplayCheck(sql, registry),
     ...createFlowOperations(sql, registry, now),
     ...schedules,
   };

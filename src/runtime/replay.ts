@@ -1,0 +1,168 @@
+/**
+ * The replay check (docs/steps.md, "Changing a workflow's code"): runs this deployment's handlers
+ * against the steps recorded by in-flight and recent jobs, without running any step function and
+ * without writing anything, and reports each job the current code would fail on its next run.
+ * Made to run in CI before a deploy (`npx skiplock replay --tasks <module>`), against a copy of
+ * production or production read-only: it sends two SELECTs.
+ *
+ * The handler runs for real outside steps (as every replay does): code there must be
+ * deterministic already. It is stopped (its signal aborted, its pending promise left unsettled)
+ * at the first point where a real run would do new work: a step not recorded (new code past the
+ * recorded history: fine), a step recorded as failed (it would run again), a sleep still
+ * sleeping, an invoke still waiting, ctx.enqueue (a write).
+ */
+import { z } from 'zod';
+import { ChildJobError, SkiplockError } from '../core/errors.ts';
+import { JOB_STATUSES, type Job } from '../core/types.ts';
+import { listJobSteps } from '../store/steps.ts';
+import { mapJob, mapJobStep } from '../store/rows.ts';
+import { statement, type Sql, type Statement } from '../store/sql.ts';
+import { toIssues } from './enqueue.ts';
+import { createHistoryCursor } from './step-history.ts';
+import type { StoredStep } from './steps.ts';
+import type { TaskContext, TaskRegistry } from './task.ts';
+
+export const REPLAY_LIMIT = { default: 1000, max: 10_000 } as const;
+/** A handler that reaches no step, sleep or end in this long is reported (it waits on something outside steps). */
+export const REPLAY_TIMEOUT_MS = 5000;
+
+const status = z.preprocess((value) => (typeof value === 'string' ? value.toUpperCase() : value), z.enum(JOB_STATUSES));
+export const checkReplayInputSchema = z.strictObject({
+  /** Only this task's jobs (it must be registered here). Default: every task registered here. */
+  task: z.string().min(1).max(200).optional(),
+  /** Only these jobs. */
+  ids: z.array(z.string().regex(/^[1-9]\d{0,18}$/)).max(REPLAY_LIMIT.max).optional(),
+  /** Default QUEUED, RUNNING, WAITING, DEAD: the jobs that may run again (DEAD ones by a person's retry). */
+  status: z.union([status, z.array(status).min(1)]).optional(),
+  /** The newest this many jobs with recorded steps. Default 1000, at most 10,000. */
+  limit: z.number().int().min(1).max(REPLAY_LIMIT.max).optional(),
+});
+export type CheckReplayInput = z.input<typeof checkReplayInputSchema>;
+
+export interface ReplayFailure {
+  id: string;
+  task: string;
+  /** What the next run would do: the nondeterminism error it would die of, or what else is wrong. */
+  reason: string;
+}
+
+export interface CheckReplayResult {
+  /** Jobs replayed. */
+  checked: number;
+  failures: ReplayFailure[];
+}
+
+/** The jobs to replay: with recorded steps, of these tasks and states, newest first. */
+function replayCandidates(p: { tasks: readonly string[]; ids: readonly string[] | null; statuses: readonly string[]; limit: number }): Statement {
+  return statement(
+    `SELECT j.* FROM skiplock.job j
+      WHERE j.step_count > 0 AND j.task = ANY ($1::text[]) AND j.status = ANY ($2::text[]) AND ($3::bigint[] IS NULL OR j.id = ANY ($3::bigint[]))
+      ORDER BY j.id DESC LIMIT $4`,
+    [p.tasks, p.statuses, p.ids, p.limit],
+  );
+}
+
+export function createReplayCheck(sql: Sql, registry: TaskRegistry) {
+  return {
+    async checkReplay(raw: CheckReplayInput = {}): Promise<CheckReplayResult> {
+      const parsed = checkReplayInputSchema.safeParse(raw);
+      if (!parsed.success) throw new SkiplockError('invalid_request', 'invalid replay check', toIssues(parsed.error));
+      const input = parsed.data;
+      if (input.task !== undefined && !registry.has(input.task)) throw new SkiplockError('unknown_task', `task ${JSON.stringify(input.task)} is not registered here: its handler cannot be replayed`);
+      const statuses = input.status === undefined ? ['QUEUED', 'RUNNING', 'WAITING', 'DEAD'] : Array.isArray(input.status) ? input.status : [input.status];
+      const jobs = (await sql.query(replayCandidates({
+        tasks: input.task === undefined ? [...registry.keys()] : [input.task], ids: input.ids ?? null, statuses, limit: input.limit ?? REPLAY_LIMIT.default,
+      }))).map(mapJob);
+      const steps = new Map<string, StoredStep[]>();
+      if (jobs.length > 0) {
+        for (const row of await sql.query(listJobSteps({ jobIds: jobs.map((j) => j.id) }))) {
+          const list = steps.get(String(row.job_id)) ?? [];
+          list.push({ ...mapJobStep(row), childStatus: (row.child_status ?? null) as StoredStep['childStatus'] });
+          steps.set(String(row.job_id), list);
+        }
+      }
+      const failures: ReplayFailure[] = [];
+      for (const job of jobs) {
+        const reason = await replayOne(registry, job, steps.get(job.id) ?? []);
+        if (reason !== undefined) failures.push({ id: job.id, task: job.task, reason });
+      }
+      return { checked: jobs.length, failures };
+    },
+  };
+}
+
+const never = <T>(): Promise<T> => new Promise<T>(() => {});
+
+/** Replays one job; the reason its next run would fail, or undefined when it would not. */
+async function replayOne(registry: TaskRegistry, job: Job, stored: readonly StoredStep[]): Promise<string | undefined> {
+  const task = registry.get(job.task)!;
+  const payload = task.payload.safeParse(job.payload);
+  if (!payload.success) return `invalid payload for the current schema: ${payload.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`;
+  const history = createHistoryCursor(stored);
+  const controller = new AbortController();
+  const used = new Set<string>();
+  let fatal: string | undefined;
+  let finish!: (reason: string | undefined) => void;
+  const settled = new Promise<string | undefined>((resolve) => (finish = resolve));
+  /** New work reached: the replay passes, the handler is left where it is. */
+  const stop = <T>(): Promise<T> => {
+    controller.abort(new Error('the replay check stopped here'));
+    finish(fatal);
+    return never<T>();
+  };
+  /** What a real run would die of: remembered (the first one wins, even if the handler catches it). */
+  const die = (message: string): never => {
+    fatal ??= message;
+    throw new Error(message);
+  };
+  const reach = (id: unknown, kind: 'step' | 'sleep' | 'invoke') => {
+    if (typeof id !== 'string' || id.length === 0) return die(`ctx.${kind}: the step id must be a non-empty string`);
+    if (used.has(id)) return die(`duplicate step id ${JSON.stringify(id)}`);
+    used.add(id);
+    const reached = history.reach(id, kind);
+    if (!reached.ok) return die(reached.transient ? `${reached.message} (retried, then DEAD once its attempts run out)` : reached.message);
+    return reached.row;
+  };
+  const ctx: TaskContext = {
+    signal: controller.signal,
+    job,
+    attempt: job.attempts + 1,
+    idempotencyKey: `skiplock:${job.id}`,
+    heartbeat: async () => true,
+    enqueue: () => stop(),
+    progress: () => {},
+    state: job.scheduleName === null ? undefined : (job.scheduleState ?? null),
+    setState: () => {},
+    step: async <T>(id: string): Promise<Awaited<T>> => {
+      const row = reach(id, 'step');
+      return row?.status === 'done' ? (row.output as Awaited<T>) : stop<Awaited<T>>();
+    },
+    sleep: async (id) => (reach(id, 'sleep')?.status === 'done' ? undefined : stop()),
+    sleepUntil: async (id) => (reach(id, 'sleep')?.status === 'done' ? undefined : stop()),
+    invoke: async (id, childTask) => {
+      const row = reach(id, 'invoke');
+      if (row?.status === 'done') return row.output as never;
+      if (row?.status === 'failed')
+        throw new ChildJobError({ stepId: id, childId: row.childId ?? '?', childTask: row.childTask ?? childTask, childStatus: row.childStatus === 'DEAD' ? 'DEAD' : 'CANCELLED', childError: row.error });
+      return stop();
+    },
+    patched: (id) => history.patched(id).value,
+  };
+  const timer = setTimeout(() => finish(fatal ?? `the handler reached no step and did not end within ${REPLAY_TIMEOUT_MS} ms (is it waiting on something outside steps?)`), REPLAY_TIMEOUT_MS);
+  Promise.resolve()
+    .then(() => task.handler(payload.data, ctx))
+    .then(
+      () => {
+        const missed = history.unreached();
+        finish(fatal ?? (missed.length === 0 ? undefined
+          : `the handler returned without reaching the recorded step${missed.length > 1 ? 's' : ''} ${missed.map((s) => JSON.stringify(s.id)).join(', ')}: a removed step (the run would end DONE, skipping ${missed.length > 1 ? 'them' : 'it'})`));
+      },
+      // An error of the handler's own (not the determinism rule's) fails an attempt as it would have before the deploy.
+      () => finish(fatal),
+    );
+  try {
+    return await settled;
+  } finally {
+    clearTimeout(timer);
+  }
+}
