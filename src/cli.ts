@@ -47,6 +47,9 @@ commands:
   jobs retry|cancel|restart|delete every job matching the filter, in chunks; prints {"matched", "changed"}
       --task T  --status S[,S…]  --error-contains E  --created-before ISO  --created-after ISO  --key K
       --from-step S (restart)  --dry-run (count only)
+  replay                           replay your tasks' current code against the recorded steps of in-flight jobs
+      --task T  --status S[,S…]  --limit N (default 1000)
+                                   writes nothing; prints {"checked", "failures"}; exit 1 if any job would fail
   restart <id>                     queue a job again from a step, keeping the steps before it; prints {"job"}
       --from-step S                (default: from the top, every step forgotten)
   dev                              local PostgreSQL + migrations + Neon proxy for your project (skiplock dev --help)
@@ -134,6 +137,8 @@ export async function main(argv: readonly string[], options: CliOptions = {}): P
     const skiplock = createSkiplock({ sql, tasks: await loadTasks(options.tasks ?? [], values.tasks) });
     const output = await run(skiplock, command, rest, values);
     process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
+    // The replay check is for CI: a job the new code would fail fails the step.
+    if (command === 'replay' && (output as { failures: unknown[] }).failures.length > 0) return 1;
     return 0;
   } catch (error) {
     if (error instanceof UsageError) return usage(error.message);
@@ -205,6 +210,15 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
         ...(values.cursor !== undefined ? { cursor: values.cursor } : {}),
       });
       return { jobs: page.jobs.map(jobToJson), nextCursor: page.nextCursor };
+    }
+    case 'replay': {
+      expectArgs(args, 0);
+      if (values.tasks === undefined && skiplock.tasks.size === 0) throw new UsageError('replay needs --tasks <module>: the code to check');
+      return skiplock.checkReplay({
+        ...(values.task !== undefined ? { task: values.task } : {}),
+        ...(values.status !== undefined ? { status: values.status.split(',').map((s) => s.trim()) } : {}),
+        ...(values.limit !== undefined ? { limit: integer(values.limit, '--limit') } : {}),
+      });
     }
     case 'restart': {
       if (args.length !== 1) throw new UsageError('restart takes <id>');

@@ -1,0 +1,45 @@
+/** POST /v1/jobs/:id/restart and POST /v1/jobs/bulk over the app, and their place in /openapi.json. */
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { statement } from '../../src/store/sql.ts';
+import { createTestApp, type TestApp } from './helpers.ts';
+
+let t: TestApp;
+beforeAll(async () => (t = await createTestApp()));
+afterAll(() => t.close());
+
+test('restart: 200 with the job, 404 for no such job or step, 409 once DONE, 400 for a bad body', async () => {
+  const job = await t.skiplock.enqueue({ task: 'poison', payload: {} });
+  await t.skiplock.tick({ untilIdle: true });
+  expect((await t.skiplock.getJob(job.id))!.status).toBe('DEAD');
+  const ok = await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: {} });
+  expect(ok.status).toBe(200);
+  expect((await ok.json()).job).toMatchObject({ id: job.id, status: 'QUEUED', attempts: 0 });
+  expect((await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: { fromStep: 'nope' } })).status).toBe(404);
+  expect((await t.call('POST', `/v1/jobs/424242/restart`, { body: {} })).status).toBe(404);
+  expect((await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: { fromStep: 7 } })).status).toBe(400);
+  const echo = await t.skiplock.enqueue({ task: 'echo', payload: { message: 'x' } });
+  await t.db.sql.query(statement(`UPDATE skiplock.job SET status = 'DONE', finished_at = now() WHERE id = $1`, [echo.id]));
+  const conflict = await t.call('POST', `/v1/jobs/${echo.id}/restart`, { body: {} });
+  expect(conflict.status).toBe(409);
+});
+
+test('bulk: counts what matched and changed; bad input 400 with nothing written', async () => {
+  const before = await t.countJobs();
+  for (const body of [{}, { action: 'retry', where: {} }, { action: 'retry', where: { task: 'poison' }, extra: 1 }]) {
+    const res = await t.call('POST', '/v1/jobs/bulk', { body });
+    expect(res.status).toBe(400);
+  }
+  expect(await t.countJobs()).toBe(before);
+  const dry = await t.call('POST', '/v1/jobs/bulk', { body: { action: 'delete', where: { status: ['done', 'dead', 'queued'] }, dryRun: true } });
+  expect(await dry.json()).toEqual({ matched: before, changed: expect.any(Number) });
+  const res = await t.call('POST', '/v1/jobs/bulk', { body: { action: 'cancel', where: { task: 'poison' } } });
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ matched: 1, changed: 1 });
+});
+
+test('both routes are in the OpenAPI document', async () => {
+  const doc = await (await t.call('GET', '/openapi.json', { token: null })).json();
+  expect(doc.paths['/v1/jobs/{id}/restart'].post).toBeDefined();
+  expect(doc.paths['/v1/jobs/bulk'].post.requestBody).toBeDefined();
+  expect(doc.components.schemas.BulkResult).toBeDefined();
+});
