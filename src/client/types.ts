@@ -69,6 +69,8 @@ export interface StatsJson {
   byTask: Record<string, CountsByStatus>;
   /** How long the longest-waiting due QUEUED job has waited, in ms; 0 when none. */
   oldestQueuedAgeMs: number;
+  /** QUEUED or WAITING jobs of tasks the serving deployment does not register, by task (another service may run them). */
+  unrunnable: { task: string; queued: number; waiting: number }[];
 }
 
 /** What a tick did: numbers only, so the JSON is the library's TickResult itself. */

@@ -42,6 +42,8 @@ export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly
       'Jobs in the table, by status.',
       Object.entries(stats.counts).map(([status, n]) => sample('skiplock_jobs_by_status', n, { status })),
     ),
+    ...family('skiplock_jobs_unrunnable', 'gauge', 'QUEUED or WAITING jobs of a task this deployment does not register: nothing here can run them.',
+      (stats.unrunnable ?? []).map((u) => sample('skiplock_jobs_unrunnable', u.queued + u.waiting, { task: u.task }))),
     ...family('skiplock_oldest_queued_age_seconds', 'gauge', 'How long the longest-waiting due QUEUED job has waited past its run time.', [
       sample('skiplock_oldest_queued_age_seconds', stats.oldestQueuedAgeMs / 1000),
     ]),

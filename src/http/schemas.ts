@@ -216,6 +216,9 @@ export const Stats = z
     counts: Counts,
     byTask: z.record(z.string(), Counts),
     oldestQueuedAgeMs: z.number().openapi({ description: 'How long the longest-waiting due QUEUED job has waited; 0 when none.' }),
+    unrunnable: z
+      .array(z.object({ task: z.string(), queued: z.number().int(), waiting: z.number().int() }))
+      .openapi({ description: 'QUEUED or WAITING jobs of tasks this deployment does not register (renamed, removed, or another service’s), by task: nothing here can run them. A deployment knows its own tasks only: another service sharing the table may run them.' }),
   })
   .openapi('Stats');
 

@@ -12,6 +12,7 @@ import { getJob } from '../store/jobs.ts';
 import { getJobDetail, mapJobDetail } from '../store/job-detail.ts';
 import { checkTaskPayload, MAX_DELAY_MS, storableInstant, toIssues } from './enqueue.ts';
 import type { TaskRegistry } from './task.ts';
+import { unrunnableTasks, type UnrunnableTask } from './unrunnable.ts';
 import { jobActivity } from '../store/dashboard.ts';
 import type { Clock } from '../store/clock.ts';
 import { mapJob, toBool, toDate } from '../store/rows.ts';
@@ -59,6 +60,11 @@ export interface JobStats {
   byTask: Record<string, CountsByStatus>;
   /** How long the longest-waiting due QUEUED job has waited past its runAt, in ms; 0 when none waits. */
   oldestQueuedAgeMs: number;
+  /**
+   * QUEUED or WAITING jobs of tasks this deployment does not register, by task: nothing here can
+   * run them (src/runtime/unrunnable.ts). Another service sharing the table may.
+   */
+  unrunnable: UnrunnableTask[];
 }
 
 export interface CancelResult {
@@ -238,7 +244,8 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
     },
     async stats() {
       const [row] = await sql.query(jobStats({ now: now() }));
-      return toStats(row);
+      const stats = toStats(row);
+      return { ...stats, unrunnable: unrunnableTasks(stats.byTask, registry ?? new Map()) };
     },
     async deadByTask() {
       const rows = await sql.query(deadJobsByTask());
@@ -311,7 +318,7 @@ function zeroCounts(): CountsByStatus {
   return Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as CountsByStatus;
 }
 
-function toStats(row: Row | undefined): JobStats {
+function toStats(row: Row | undefined): Omit<JobStats, 'unrunnable'> {
   const counts = zeroCounts();
   // A Map, then fromEntries: a task may well be called "__proto__".
   const byTask = new Map<string, CountsByStatus>();

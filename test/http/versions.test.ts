@@ -13,7 +13,7 @@ test('restart: 200 with the job, 404 for no such job or step, 409 once DONE, 400
   expect((await t.skiplock.getJob(job.id))!.status).toBe('DEAD');
   const ok = await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: {} });
   expect(ok.status).toBe(200);
-  expect((await ok.json()).job).toMatchObject({ id: job.id, status: 'QUEUED', attempts: 0 });
+  expect(((await ok.json()) as { job: unknown }).job).toMatchObject({ id: job.id, status: 'QUEUED', attempts: 0 });
   expect((await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: { fromStep: 'nope' } })).status).toBe(404);
   expect((await t.call('POST', `/v1/jobs/424242/restart`, { body: {} })).status).toBe(404);
   expect((await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: { fromStep: 7 } })).status).toBe(400);
@@ -38,8 +38,16 @@ test('bulk: counts what matched and changed; bad input 400 with nothing written'
 });
 
 test('both routes are in the OpenAPI document', async () => {
-  const doc = await (await t.call('GET', '/openapi.json', { token: null })).json();
+  const doc = (await (await t.call('GET', '/openapi.json', { token: null })).json()) as any;
   expect(doc.paths['/v1/jobs/{id}/restart'].post).toBeDefined();
   expect(doc.paths['/v1/jobs/bulk'].post.requestBody).toBeDefined();
   expect(doc.components.schemas.BulkResult).toBeDefined();
+});
+
+test('jobs nothing here can run: listed by GET /v1/stats, a /metrics gauge', async () => {
+  await t.db.sql.query(statement(`INSERT INTO skiplock.job (task) SELECT 'renamed-task' FROM generate_series(1, 3)`));
+  const stats = (await (await t.call('GET', '/v1/stats')).json()) as { unrunnable: unknown };
+  expect(stats.unrunnable).toEqual([{ task: 'renamed-task', queued: 3, waiting: 0 }]);
+  const metrics = await (await t.call('GET', '/metrics')).text();
+  expect(metrics).toContain('skiplock_jobs_unrunnable{task="renamed-task"} 3');
 });
