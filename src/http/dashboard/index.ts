@@ -10,6 +10,7 @@
  *   POST /dead/retry    every dead job (or one task's) back to the queue
  *   POST /jobs/:id/run-now   a delayed or retry-waiting job, due now
  *   GET  /tasks         tasks: counts, paused or active   POST /tasks/:name/pause, /tasks/:name/resume
+ *   POST /jobs/:id/restart   from a step      GET|POST /jobs/bulk   retry / cancel all matching (versions.ts)
  */
 import type { App, RouteDeps } from '../app-types.ts';
 import { cancel, login, loginForm, logout, pauseOrResume, retry, retryDead, runNow } from './actions.ts';
@@ -20,12 +21,17 @@ import { jobsPage } from './pages/jobs.ts';
 import { overviewPage } from './pages/overview.ts';
 import { schedulesPage } from './pages/schedules.ts';
 import { page, type DashboardDeps } from './respond.ts';
+import { bulkAction, bulkConfirmPage, restart } from './versions.ts';
 import { createDashboardSessions } from './session.ts';
 
 export function registerDashboardRoutes(app: App, routeDeps: RouteDeps): void {
   const deps: DashboardDeps = { ...routeDeps, sessions: createDashboardSessions(routeDeps.apiToken) };
   app.get('/', page(deps, (request) => overviewPage(deps, request)));
   app.get('/jobs', page(deps, (request) => jobsPage(deps, request)));
+  // Before /jobs/:id, which would take "bulk" for an id.
+  app.get('/jobs/bulk', page(deps, (request) => bulkConfirmPage(deps, request)));
+  app.post('/jobs/bulk', bulkAction(deps));
+  app.post('/jobs/:id/restart', restart(deps));
   app.get('/jobs/:id', page(deps, (request) => jobPage(deps, request)));
   app.get('/dead', page(deps, (request) => deadPage(deps, request)));
   app.get('/schedules', page(deps, (request) => schedulesPage(deps, request)));

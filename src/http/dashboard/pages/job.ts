@@ -11,6 +11,7 @@ import { childrenSection, currentSleep, parentFact, sleepingReason, stepsSection
 import { jobWaitFacts } from '../../../store/admin.ts';
 import { toBool } from '../../../store/rows.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
+import { restartForm } from '../versions.ts';
 
 export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest): Promise<PageResult> {
   const id = c.req.param('id') ?? '';
@@ -53,6 +54,7 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
   </dl></section>
 </div>
 ${stepsSection(job, now)}
+${restartForm(job, csrf)}
 ${childrenSection(job)}
 ${attemptTimeline(job, now)}
 <div class="grid2">

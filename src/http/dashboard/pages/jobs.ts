@@ -5,6 +5,7 @@ import { queueLagTone } from '../attention.ts';
 import { formatDuration, relativeTime, statusBadge, truncate, type Html } from '../format.ts';
 import { noticeOf } from '../notice.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
+import { bulkLinks } from '../versions.ts';
 
 export const PAGE_SIZE = 50;
 
@@ -36,6 +37,7 @@ export async function jobsPage(deps: DashboardDeps, { c, now }: PageRequest): Pr
     </label>
     <button type="submit" class="primary">Filter</button>
     ${status || task ? html`<a class="button" href="/jobs">Clear</a>` : ''}
+    ${bulkLinks({ status, task })}
   </form>
   ${page.jobs.length === 0 ? html`<div class="empty">No jobs${status || task ? ' match these filters' : ''}.</div>` : jobTable(page.jobs, now)}
   <div class="pager">

@@ -56,6 +56,16 @@ function alerts(stats: JobStats, schedules: readonly ScheduleInfo[], now: number
       href: '/jobs?status=QUEUED',
       text: `their timeoutMs is over ${formatDuration(unclaimable.maxTimeoutMs)}, the longest a tick of this deployment can give a job: cancel them, or enqueue them again with a shorter timeout.`,
     });
+  const stranded = stats.unrunnable ?? [];
+  if (stranded.length > 0) {
+    const n = stranded.reduce((sum, u) => sum + u.queued + u.waiting, 0);
+    items.push({
+      tone: 'warn',
+      title: `${plural(n, 'job')} nothing here can run`,
+      href: `/jobs?status=QUEUED&task=${encodeURIComponent(stranded[0]!.task)}`,
+      text: `of ${stranded.length === 1 ? 'task' : 'tasks'} ${stranded.map((u) => u.task).join(', ')}, which this deployment does not register (renamed, removed, or another service's): deploy the task again, or cancel them (Jobs, filtered by task: "cancel all").`,
+    });
+  }
   if (stats.counts.DEAD > 0)
     items.push({ tone: 'bad', title: plural(stats.counts.DEAD, 'dead job'), href: '/dead', text: 'failed for good and wait for a person to review and retry them.' });
   const lagTone = queueLagTone(stats.oldestQueuedAgeMs);
