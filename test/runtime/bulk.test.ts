@@ -154,7 +154,7 @@ describe('bulk', () => {
     const ms = performance.now() - started;
     await racing;
     // Let the ticks drain the queue.
-    const deadline = Date.now() + 120_000;
+    const deadline = Date.now() + Math.max(120_000, n * 5);
     while ((await countBy(`status <> 'DONE'`)) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     stop = true;
     await ticking;
