@@ -71,6 +71,7 @@ function stepRow(job: JobDetail, step: JobStep, now: number): Html {
 
 /** A step's output or error; a sleep's wake time; an invoke's child (linked) and what it returned. */
 function stepOutcome(job: JobDetail, step: JobStep, now: number): Html {
+  if (step.kind === 'patch') return html`<span class="muted">ctx.patched marker: this job takes the patched path</span>`;
   if (step.kind === 'sleep') {
     const wake = step.wakeAt!;
     return step.status === 'sleeping'
