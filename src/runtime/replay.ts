@@ -92,9 +92,32 @@ export function createReplayCheck(sql: Sql, registry: TaskRegistry) {
 }
 
 const never = <T>(): Promise<T> => new Promise<T>(() => {});
+const isDone = (row: StoredStep | undefined | typeof HALT) => row !== HALT && row?.status === 'done';
 
 /** Replays one job; the reason its next run would fail, or undefined when it would not. */
-async function replayOne(registry: TaskRegistry, job: Job, stored: readonly StoredStep[]): Promise<string | undefined> {
+/**
+ * Where the current code reaches a step that is not recorded (restartJob's `fromStep` named by the
+ * new code, src/runtime/restart.ts): replays the job until the handler calls `stepId`, and answers
+ * the recorded entry at that point (the first one to forget; undefined: nothing recorded after),
+ * or why the replay could not get there.
+ */
+export async function locateStep(registry: TaskRegistry, job: Job, stored: readonly StoredStep[], stepId: string): Promise<{ next: StoredStep | undefined } | { reason: string }> {
+  let located: { next: StoredStep | undefined } | undefined;
+  const reason = await replayOne(registry, job, stored, { stopAt: stepId, onStop: (next) => (located = { next }) });
+  if (located && reason === undefined) return located;
+  return { reason: reason ?? `the current code of ${job.task} does not reach a step ${JSON.stringify(stepId)} on this job's recorded path` };
+}
+
+interface ReplayOptions {
+  /** Stop (and pass) when the handler calls this step id, before matching it: onStop gets the next recorded entry. */
+  stopAt?: string;
+  onStop?(next: StoredStep | undefined): void;
+}
+
+/** A reach() answer: the handler called `stopAt`. */
+const HALT = Symbol('halt');
+
+async function replayOne(registry: TaskRegistry, job: Job, stored: readonly StoredStep[], options: ReplayOptions = {}): Promise<string | undefined> {
   const task = registry.get(job.task)!;
   const payload = task.payload.safeParse(job.payload);
   if (!payload.success) return `invalid payload for the current schema: ${payload.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`;
@@ -115,8 +138,12 @@ async function replayOne(registry: TaskRegistry, job: Job, stored: readonly Stor
     fatal ??= message;
     throw new Error(message);
   };
-  const reach = (id: unknown, kind: 'step' | 'sleep' | 'invoke') => {
+  const reach = (id: unknown, kind: 'step' | 'sleep' | 'invoke'): StoredStep | undefined | typeof HALT => {
     if (typeof id !== 'string' || id.length === 0) return die(`ctx.${kind}: the step id must be a non-empty string`);
+    if (id === options.stopAt && fatal === undefined) {
+      options.onStop?.(history.next());
+      return HALT;
+    }
     if (used.has(id)) return die(`duplicate step id ${JSON.stringify(id)}`);
     used.add(id);
     const reached = history.reach(id, kind);
@@ -135,12 +162,13 @@ async function replayOne(registry: TaskRegistry, job: Job, stored: readonly Stor
     setState: () => {},
     step: async <T>(id: string): Promise<Awaited<T>> => {
       const row = reach(id, 'step');
-      return row?.status === 'done' ? (row.output as Awaited<T>) : stop<Awaited<T>>();
+      return row !== HALT && row?.status === 'done' ? (row.output as Awaited<T>) : stop<Awaited<T>>();
     },
-    sleep: async (id) => (reach(id, 'sleep')?.status === 'done' ? undefined : stop()),
-    sleepUntil: async (id) => (reach(id, 'sleep')?.status === 'done' ? undefined : stop()),
+    sleep: async (id) => (isDone(reach(id, 'sleep')) ? undefined : stop()),
+    sleepUntil: async (id) => (isDone(reach(id, 'sleep')) ? undefined : stop()),
     invoke: async (id, childTask) => {
       const row = reach(id, 'invoke');
+      if (row === HALT) return stop();
       if (row?.status === 'done') return row.output as never;
       if (row?.status === 'failed')
         throw new ChildJobError({ stepId: id, childId: row.childId ?? '?', childTask: row.childTask ?? childTask, childStatus: row.childStatus === 'DEAD' ? 'DEAD' : 'CANCELLED', childError: row.error });

@@ -11,13 +11,22 @@ import { restartJobs } from '../store/restart.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import { sqlState, type Row, type Sql, type Statement } from '../store/sql.ts';
 import { isJobId } from './admin.ts';
+import { getJob } from '../store/jobs.ts';
+import { listJobSteps } from '../store/steps.ts';
+import { mapJobStep } from '../store/rows.ts';
+import { locateStep } from './replay.ts';
+import type { StoredStep } from './steps.ts';
+import type { TaskRegistry } from './task.ts';
 
 export interface RestartOptions {
   /**
    * The id of the step to restart from (as recorded: a ctx.patched marker is `patched:<id>`):
    * the steps recorded before it are kept, it and the ones after are forgotten. Step ids are
-   * unique per job (the table's key), so it names one step. Omitted or null: every step is
-   * forgotten and the job runs from the top with nothing recorded.
+   * unique per job (the table's key), so it names one step. A step the job has not recorded but
+   * the current code calls (one a deploy inserted) works too, on a deployment that registers the
+   * task: the current handler is replayed (no step runs, nothing is written) up to it, and the
+   * recorded steps it passed on the way are kept. Omitted or null: every step is forgotten and the
+   * job runs from the top with nothing recorded.
    */
   fromStep?: string | null;
 }
@@ -45,7 +54,25 @@ export function checkFromStep(fromStep: unknown): string | null {
   return fromStep;
 }
 
-export function createRestart(sql: Sql, now: () => Clock) {
+/**
+ * A fromStep the job has not recorded, named by the current code (the step a deploy inserted):
+ * the recorded step the current handler reaches it before (src/runtime/replay.ts locateStep), so
+ * that everything recorded before that point is kept. Reads only.
+ */
+async function recordedStepAt(sql: Sql, registry: TaskRegistry, id: string, fromStep: string): Promise<string | undefined> {
+  const [row] = await sql.query(getJob({ id }));
+  if (!row || !registry.has(String(row.task))) return undefined;
+  const job = mapJob(row);
+  const steps = (await sql.query(listJobSteps({ jobIds: [id] }))).map((r) => ({ ...mapJobStep(r), childStatus: (r.child_status ?? null) as StoredStep['childStatus'] }));
+  const located = await locateStep(registry, job, steps, fromStep);
+  if ('reason' in located) throw new SkiplockError('not_found', `job ${id} has no step ${JSON.stringify(fromStep)}, and ${located.reason}`);
+  if (!located.next) throw new SkiplockError('conflict', `job ${id}: the current code reaches ${JSON.stringify(fromStep)} after every recorded step: there is nothing to forget (retry it instead)`);
+  return located.next.id;
+}
+
+export function createRestart(sql: Sql, now: () => Clock, registry?: TaskRegistry) {
+  const send = (id: string, fromStep: string | null) =>
+    batchDeadlockSafe(sql, [lockJob({ id }), restartJobs({ now: now(), ids: [id], fromStep, answer: 'rows' })]).then((answers) => answers[1]?.[0]);
   return {
     /**
      * DEAD, CANCELLED, QUEUED or WAITING → QUEUED, due now, with fresh attempts, keeping the steps
@@ -55,9 +82,13 @@ export function createRestart(sql: Sql, now: () => Clock) {
     async restartJob(id: string, options: RestartOptions = {}): Promise<Job> {
       const fromStep = checkFromStep(options?.fromStep);
       if (!isJobId(id)) throw new SkiplockError('not_found', `no job ${JSON.stringify(id)}`);
-      const [, rows] = await batchDeadlockSafe(sql, [lockJob({ id }), restartJobs({ now: now(), ids: [id], fromStep, answer: 'rows' })]);
-      const row = rows?.[0];
+      let row = await send(id, fromStep);
       if (!row) throw new SkiplockError('not_found', `no job ${JSON.stringify(id)}`);
+      if (!toBool(row.step_found) && fromStep !== null && registry) {
+        const recorded = await recordedStepAt(sql, registry, id, fromStep);
+        if (recorded !== undefined) row = await send(id, recorded);
+        if (!row) throw new SkiplockError('not_found', `no job ${JSON.stringify(id)}`);
+      }
       if (!toBool(row.step_found)) throw new SkiplockError('not_found', `job ${id} has no step ${JSON.stringify(fromStep)}`);
       const job = mapJob(row);
       if (!toBool(row.applied)) throw new SkiplockError('conflict', `job ${id} is ${job.status}: only a DEAD, CANCELLED, QUEUED or WAITING job can be restarted`);

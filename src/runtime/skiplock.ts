@@ -277,7 +277,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     migrate: (migrations) => migrate(config.sql, migrations),
     tickTotals: tickMetrics.totals,
     ...createAdminOperations(sql, now, registry),
-    ...createRestart(sql, now),
+    ...createRestart(sql, now, registry),
     ...createBulk(sql, now),
     ...createReplayCheck(sql, registry),
     ...createFlowOperations(sql, registry, now),

@@ -26,6 +26,8 @@ export interface HistoryCursor {
   patched(patchId: string): { value: boolean; marker?: { id: string; seq: number } };
   /** Recorded steps (not markers) no call has reached yet, in order. */
   unreached(): StoredStep[];
+  /** The next recorded entry (a marker too) no call has reached: where a run that stops here would go on. */
+  next(): StoredStep | undefined;
 }
 
 export function createHistoryCursor(stored: readonly StoredStep[]): HistoryCursor {
@@ -95,5 +97,6 @@ export function createHistoryCursor(stored: readonly StoredStep[]): HistoryCurso
       return answer;
     },
     unreached: () => recorded.slice(pos).filter((s) => s.kind !== 'patch'),
+    next: () => recorded[pos],
   };
 }
