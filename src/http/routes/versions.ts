@@ -13,7 +13,7 @@ import { bearerSecurity, errorResponses, JobEnvelope, JobIdParam, jsonContent, s
 export const RestartInput = z
   .strictObject({
     fromStep: storableText.min(1).max(200).nullable().optional().openapi({
-      description: 'The id of the step to restart from, as recorded (a ctx.patched marker is `patched:<id>`): the steps before it are kept, it and the rest forgotten. Omitted or null: every step is forgotten.',
+      description: 'The id of the step to restart from, as recorded (a ctx.patched marker is `patched:<id>`): the steps before it are kept, it and the rest forgotten. A step the job has not recorded but this deployment’s code calls (one a deploy inserted) works too: the handler is replayed, read-only, up to it. Omitted or null: every step is forgotten.',
       example: 'fraud-check',
     }),
   })
