@@ -17,7 +17,7 @@ export type { WaitResult } from './runtime/wait-for-job.ts';
 export type { OtelApi } from './runtime/tracing.ts';
 export type { AttemptOutcome, AttemptRecord } from './core/attempt-history.ts';
 export { defineTask, type StepContext, type Task, type TaskContext, type TaskDefinition } from './runtime/task.ts';
-export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskMap, TaskName, TaskPayload, TaskPayloadOutput } from './runtime/task-types.ts';
+export type { AnyTask, EnqueueInputOf, Register, RegisteredTaskName, RegisteredTasks, EnqueueOptions, TaskList, TaskMap, TaskName, TaskPayload, TaskPayloadOutput } from './runtime/task-types.ts';
 export type { EnqueueInput, EnqueueResult } from './runtime/enqueue.ts';
 export type { TickOptions } from './runtime/tick.ts';
 export type { ActivityMinute, CancelResult, JobPage, JobStats, ListJobsOptions } from './runtime/admin.ts';

@@ -10,7 +10,7 @@ import { flowKeys } from './flow-key.ts';
 import { cancelJob, currentTime, lockJob, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
 import { getJob } from '../store/jobs.ts';
 import { getJobDetail, mapJobDetail } from '../store/job-detail.ts';
-import { checkTaskPayload, MAX_DELAY_MS, storableInstant, toIssues } from './enqueue.ts';
+import { checkTaskPayload, MAX_DELAY_MS, payloadMessage, storableInstant, toIssues } from './enqueue.ts';
 import type { TaskRegistry } from './task.ts';
 import { jobActivity } from '../store/dashboard.ts';
 import type { Clock } from '../store/clock.ts';
@@ -265,10 +265,10 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
         const task = registry?.get(job.task);
         if (!task) throw new SkiplockError('unknown_task', `task ${JSON.stringify(job.task)} is not registered here: its payload cannot be checked`);
         const checked = checkTaskPayload(task, input.payload, ['payload']);
-        if ('issues' in checked) throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, checked.issues);
-        payload = checked.value;
+        if ('issues' in checked) throw new SkiplockError('invalid_payload', payloadMessage(task, checked.issues), checked.issues);
+        payload = checked.stored;
         // A new payload may name another flow-control key: computed again, as at enqueue.
-        keys = flowKeys(task, payload, ['payload']);
+        keys = flowKeys(task, checked.value, ['payload']);
       }
       return updateOne(
         id,

@@ -209,7 +209,7 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
         step: (id, fn) => durable!.step(id, fn),
         sleep: (id, ms) => durable!.sleep(id, ms),
         sleepUntil: (id, date) => durable!.sleepUntil(id, date),
-        invoke: (id, task, payload) => durable!.invoke(id, task, payload),
+        invoke: (id, task, ...payload) => durable!.invoke(id, task, payload[0]),
       };
       Promise.resolve()
         .then(() => task.handler(payload.data, ctx))
