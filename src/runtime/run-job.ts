@@ -44,6 +44,8 @@ export interface RunDeps {
   leaseGraceMs: number;
   /** Milliseconds left before the invocation's deadline, its margin taken off: steps yield before it. */
   remainingMs(): number;
+  /** TickOptions.maxJobTimeoutMs: a ctx.invoke of a longer child is refused. */
+  maxJobTimeoutMs: number;
 }
 
 export interface RunningJob {
@@ -167,6 +169,7 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
           leaseMs: deps.leaseMs,
           leaseGraceMs: deps.leaseGraceMs,
           remainingMs: deps.remainingMs,
+          maxJobTimeoutMs: deps.maxJobTimeoutMs,
           elapsedMs: () => performance.now() - startedAt,
           suspend,
           leaseLost: () => stop('lease-lost'),
