@@ -28,5 +28,6 @@ export { ChildJobError, PermanentError, SkiplockError, type ErrorCode, type Erro
 export type { Backoff, BackoffOptions } from './core/backoff.ts';
 export type { Job, JobChild, JobDetail, JobStatus, JobStep, StepKind, StepStatus, TickResult } from './core/types.ts';
 export type { Row, Sql, Statement } from './store/sql.ts';
+export { mapJob as jobFromRow } from './store/rows.ts';
 export { migrate, type Migration, type MigrateResult } from './store/migrate.ts';
 export { jobToJson } from './store/rows.ts';

@@ -138,7 +138,7 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     throw fatal;
   };
 
-  /** Checks an id and the determinism rule, and takes the step's place (seq) in the order. */
+  /** Checks an id and the determinism rule, and takes the step's place (seq) in the order. Messages number steps by seq (from 0), as the API and dashboard do. */
   function reach(id: unknown, kind: StepKind): { seq: number; row: StoredStep | undefined } {
     if (typeof id !== 'string' || id.length < 1 || id.length > STEP_LIMITS.maxIdLength)
       throw permanentTypeError(`ctx.${kind}: the step id must be a string of 1 to ${STEP_LIMITS.maxIdLength} characters, got ${describeId(id)}`);
@@ -150,10 +150,10 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     const row = byId.get(id);
     const there = bySeq.get(seq);
     if (row && row.seq !== seq)
-      die(`non-deterministic steps: ${JSON.stringify(id)} was step ${row.seq + 1} of an earlier run and is step ${seq + 1} now` +
+      die(`non-deterministic steps: ${JSON.stringify(id)} was step ${row.seq} of an earlier run and is step ${seq} now` +
         `${there ? ` (where ${JSON.stringify(there.id)} was recorded)` : ''}; a handler must reach its steps in the same order on every run`);
     if (!row && there)
-      die(`non-deterministic steps: step ${seq + 1} was ${JSON.stringify(there.id)} (${there.kind}) in an earlier run, and is ${JSON.stringify(id)} (${kind}) now; a handler must reach its steps in the same order on every run`);
+      die(`non-deterministic steps: step ${seq} was ${JSON.stringify(there.id)} (${there.kind}) in an earlier run, and is ${JSON.stringify(id)} (${kind}) now; a handler must reach its steps in the same order on every run`);
     if (row && row.kind !== kind)
       die(`non-deterministic steps: ${JSON.stringify(id)} was a ctx.${row.kind} in an earlier run and is a ctx.${kind} now`);
     if (!row) {
