@@ -143,7 +143,11 @@ export async function main(argv: readonly string[], options: CliOptions = {}): P
   } catch (error) {
     if (error instanceof UsageError) return usage(error.message);
     if (error instanceof SkiplockError) {
-      const { code, message, issues } = error;
+      const { code, issues } = error;
+      // The usual first mistake: the CLI knows only the tasks it is given.
+      const message = code === 'unknown_task' && values.tasks === undefined
+        ? `${error.message}: no --tasks given; pass --tasks <module> (a module exporting your tasks as \`tasks\`) to register them`
+        : error.message;
       process.stderr.write(`${JSON.stringify({ error: { code, message, ...(issues ? { issues } : {}) } })}\n`);
     } else process.stderr.write(`skiplock: ${describeConnectionError(error, url) ?? (error instanceof Error ? error.message : String(error))}\n`);
     return 1;

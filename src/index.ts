@@ -17,7 +17,7 @@ export type { WaitResult } from './runtime/wait-for-job.ts';
 export type { OtelApi } from './runtime/tracing.ts';
 export type { AttemptOutcome, AttemptRecord } from './core/attempt-history.ts';
 export { defineTask, type StepContext, type Task, type TaskContext, type TaskDefinition } from './runtime/task.ts';
-export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskMap, TaskName, TaskPayload, TaskPayloadOutput } from './runtime/task-types.ts';
+export type { AnyTask, EnqueueInputOf, Register, RegisteredTaskName, RegisteredTasks, EnqueueOptions, TaskList, TaskMap, TaskName, TaskPayload, TaskPayloadOutput } from './runtime/task-types.ts';
 export type { EnqueueInput, EnqueueResult } from './runtime/enqueue.ts';
 export type { TickOptions } from './runtime/tick.ts';
 export type { ActivityMinute, CancelResult, JobPage, JobStats, ListJobsOptions } from './runtime/admin.ts';
@@ -31,5 +31,6 @@ export { ChildJobError, PermanentError, SkiplockError, type ErrorCode, type Erro
 export type { Backoff, BackoffOptions } from './core/backoff.ts';
 export type { Job, JobChild, JobDetail, JobStatus, JobStep, StepKind, StepStatus, TickResult } from './core/types.ts';
 export type { Row, Sql, Statement } from './store/sql.ts';
+export { mapJob as jobFromRow } from './store/rows.ts';
 export { migrate, type Migration, type MigrateResult } from './store/migrate.ts';
 export { jobToJson } from './store/rows.ts';

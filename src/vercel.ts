@@ -6,7 +6,7 @@
  *   export const config = { maxDuration: 60 };
  *   export default createVercelHandler({ tasks, schedules, maxDuration: 60 });
  *
- *   // app/api/skiplock/[...path]/route.ts (Next.js; vercel.json crons /api/skiplock/v1/tick)
+ *   // app/api/skiplock/[[...path]]/route.ts (Next.js; vercel.json crons /api/skiplock/v1/tick)
  *   import { createNextHandlers } from 'skiplock/vercel';
  *   export const maxDuration = 60;
  *   export const { GET, POST, PUT, PATCH, DELETE } = createNextHandlers({ tasks, schedules, maxDuration: 60 });

@@ -69,6 +69,8 @@ test('enqueue, with an idempotency key, and its refusals', async () => {
     expect(run.code, args.join(' ')).toBe(1);
     expect(run.json).toMatchObject({ error: { code } });
   }
+  // Without --tasks, an unknown task says how to register yours.
+  expect((await cli(['enqueue', 'add'])).json.error.message).toMatch(/unknown task "add": no --tasks given; pass --tasks <module>/);
 });
 
 test('jobs lists newest first with filters and a cursor; tick runs them', async () => {

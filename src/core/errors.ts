@@ -39,9 +39,17 @@ export function checkRange(name: string, value: number, max: number): void {
  * Thrown by a handler (or any error with `permanent: true`) to say that retrying cannot help:
  * the job goes to DEAD on this attempt, for a person to review.
  */
+/**
+ * The options of an error (its cause): ES2022's ErrorOptions, spelled out so that the public types
+ * compile for a project whose `lib` is older (create-cloudflare's `es2021`).
+ */
+export interface ErrorCauseOptions {
+  cause?: unknown;
+}
+
 export class PermanentError extends Error {
   readonly permanent = true;
-  constructor(message: string, options?: ErrorOptions) {
+  constructor(message: string, options?: ErrorCauseOptions) {
     super(message, options);
     this.name = 'PermanentError';
   }

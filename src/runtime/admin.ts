@@ -10,7 +10,7 @@ import { flowKeys } from './flow-key.ts';
 import { cancelJob, currentTime, lockJob, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
 import { getJob } from '../store/jobs.ts';
 import { getJobDetail, mapJobDetail } from '../store/job-detail.ts';
-import { checkTaskPayload, MAX_DELAY_MS, storableInstant, toIssues } from './enqueue.ts';
+import { checkTaskPayload, MAX_DELAY_MS, payloadMessage, storableInstant, toIssues } from './enqueue.ts';
 import type { TaskRegistry } from './task.ts';
 import { unrunnableTasks, type UnrunnableTask } from './unrunnable.ts';
 import { jobActivity } from '../store/dashboard.ts';
@@ -162,6 +162,15 @@ export interface AdminOperations {
   currentTime(): Promise<Date>;
 }
 
+/** A new payload for a job with recorded steps: those results came from the old payload. */
+function stepsConflict(id: string, steps: number): SkiplockError {
+  return new SkiplockError(
+    'conflict',
+    `job ${id} has ${steps} recorded steps, computed from its current payload: a new payload would not match their results. ` +
+      'Cancel it and enqueue a new job with the new payload (its time and priority can still be changed)',
+  );
+}
+
 export function createAdminOperations(sql: Sql, now: () => Clock, registry?: TaskRegistry): AdminOperations {
   const listTasks = async (only: string | null = null): Promise<TaskInfo[]> => {
     const rows = await sql.query(taskOverview({ task: only }));
@@ -200,13 +209,19 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
   }
 
   /** Runs one of the single-job updates and sorts its answer into updated / unchanged / missing. */
-  async function updateOne(id: string, build: (p: { now: Clock; id: string }) => ReturnType<typeof cancelJob>, action: string, options: { lockFirst?: boolean } = {}) {
+  async function updateOne(
+    id: string,
+    build: (p: { now: Clock; id: string }) => ReturnType<typeof cancelJob>,
+    action: string,
+    /** refused: a more precise error for a row the statement left alone. */
+    options: { lockFirst?: boolean; refused?: (job: Job) => SkiplockError | undefined } = {},
+  ) {
     if (!isJobId(id)) throw notFound(id);
     const update = build({ now: now(), id });
     const [row] = options.lockFirst ? await lockedThen(id, update) : await sql.query(update);
     if (!row) throw notFound(id);
     const job = mapJob(row);
-    if (!toBool(row.applied)) throw new SkiplockError('conflict', `job ${id} is ${job.status}: it cannot be ${action}`);
+    if (!toBool(row.applied)) throw (job.status === 'QUEUED' && options.refused?.(job)) || new SkiplockError('conflict', `job ${id} is ${job.status}: it cannot be ${action}`);
     return job;
   }
 
@@ -269,13 +284,14 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
         if (!row) throw notFound(id);
         const job = mapJob(row);
         if (job.status !== 'QUEUED') throw new SkiplockError('conflict', `job ${id} is ${job.status}: only QUEUED jobs can be rescheduled`);
+        if (job.stepCount > 0) throw stepsConflict(id, job.stepCount);
         const task = registry?.get(job.task);
         if (!task) throw new SkiplockError('unknown_task', `task ${JSON.stringify(job.task)} is not registered here: its payload cannot be checked`);
         const checked = checkTaskPayload(task, input.payload, ['payload']);
-        if ('issues' in checked) throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, checked.issues);
-        payload = checked.value;
+        if ('issues' in checked) throw new SkiplockError('invalid_payload', payloadMessage(task, checked.issues), checked.issues);
+        payload = checked.stored;
         // A new payload may name another flow-control key: computed again, as at enqueue.
-        keys = flowKeys(task, payload, ['payload']);
+        keys = flowKeys(task, checked.value, ['payload']);
       }
       return updateOne(
         id,
@@ -289,6 +305,7 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
           priority: input.priority ?? null,
         }),
         'rescheduled (only QUEUED jobs can)',
+        input.payload === undefined ? {} : { refused: (job) => (job.stepCount > 0 ? stepsConflict(id, job.stepCount) : undefined) },
       );
     },
     async pauseTask(name) {

@@ -88,12 +88,34 @@ export function toIssues(error: z.ZodError, prefix: (string | number)[] = []): E
   }));
 }
 
-/** A payload against its task's schema, and storable once parsed: the parsed value, or the issues under `path`. */
-export function checkTaskPayload(task: Task, payload: unknown, path: (string | number)[]): { value: unknown } | { issues: ErrorIssue[] } {
-  const parsed = task.payload.safeParse(payload);
-  if (!parsed.success) return { issues: toIssues(parsed.error, path) };
-  const unstorable = findUnstorableJson(parsed.data, path);
-  return unstorable ? { issues: [unstorable] } : { value: parsed.data };
+/**
+ * A payload against its task's schema (DESIGN.md invariant 10). What is stored is the payload's
+ * JSON form, and what a run hands the handler is the schema's parse of that form: so the form
+ * itself must pass the schema now, or the job would fail at run time (a `z.date()` field: its
+ * JSON form is a string). Storing the given payload rather than the schema's output keeps a
+ * transform from running on its own output. `stored` is the JSON form; `value` its parse (what
+ * the handler gets, and what flow keys are computed from); or the issues under `path`.
+ */
+export function checkTaskPayload(task: Task, payload: unknown, path: (string | number)[]): { stored: unknown; value: unknown } | { issues: ErrorIssue[] } {
+  const given = task.payload.safeParse(payload);
+  if (!given.success) return { issues: toIssues(given.error, path) };
+  const unstorable = findUnstorableJson(payload, path);
+  if (unstorable) return { issues: [unstorable] };
+  const text = JSON.stringify(payload) as string | undefined;
+  if (text === undefined) return { issues: [{ path, message: 'has no JSON form' }] };
+  const stored: unknown = JSON.parse(text);
+  const storedUnstorable = findUnstorableJson(stored, path);
+  if (storedUnstorable) return { issues: [storedUnstorable] };
+  const parsed = task.payload.safeParse(stored);
+  if (!parsed.success) {
+    return {
+      issues: toIssues(parsed.error, path).map((issue) => ({
+        ...issue,
+        message: `${issue.message} (in the payload's JSON form, which is what is stored and what every run parses: use z.coerce.date() or a string for a Date)`,
+      })),
+    };
+  }
+  return { stored, value: parsed.data };
 }
 
 /** Validates one input completely (envelope, task, payload) into the row to insert. */
@@ -103,10 +125,10 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
   const input = parsed.data;
   const task = requireTask(registry, input.task);
   const payload = checkTaskPayload(task, input.payload ?? {}, [...path, 'payload']);
-  if ('issues' in payload) throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, payload.issues);
+  if ('issues' in payload) throw new SkiplockError('invalid_payload', payloadMessage(task, payload.issues), payload.issues);
   return {
     task: task.name,
-    payload: payload.value,
+    payload: payload.stored,
     priority: input.priority ?? task.priority,
     run_at: input.runAt === undefined ? null : new Date(input.runAt).toISOString(),
     delay_ms: input.delayMs ?? 0,
@@ -119,6 +141,13 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
     debounce: input.debounce,
     ...flowKeys(task, payload.value, [...path, 'payload']),
   };
+}
+
+/** The message of an invalid_payload error: says so when only the payload's JSON form was refused. */
+export function payloadMessage(task: Task, issues: readonly ErrorIssue[]): string {
+  return issues.some((i) => i.message.includes("payload's JSON form"))
+    ? `invalid payload for task ${task.name}: its JSON form does not pass the task's schema`
+    : `invalid payload for task ${task.name}`;
 }
 
 type DebounceOption = NonNullable<z.output<typeof enqueueInputSchema>['debounce']>;

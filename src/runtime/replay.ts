@@ -166,7 +166,7 @@ async function replayOne(registry: TaskRegistry, job: Job, stored: readonly Stor
     },
     sleep: async (id) => (isDone(reach(id, 'sleep')) ? undefined : stop()),
     sleepUntil: async (id) => (isDone(reach(id, 'sleep')) ? undefined : stop()),
-    invoke: async (id, childTask) => {
+    invoke: async (id, childTask, ..._payload) => {
       const row = reach(id, 'invoke');
       if (row === HALT) return stop();
       if (row?.status === 'done') return row.output as never;

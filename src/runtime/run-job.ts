@@ -44,6 +44,8 @@ export interface RunDeps {
   leaseGraceMs: number;
   /** Milliseconds left before the invocation's deadline, its margin taken off: steps yield before it. */
   remainingMs(): number;
+  /** TickOptions.maxJobTimeoutMs: a ctx.invoke of a longer child is refused. */
+  maxJobTimeoutMs: number;
 }
 
 export interface RunningJob {
@@ -168,6 +170,7 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
           leaseMs: deps.leaseMs,
           leaseGraceMs: deps.leaseGraceMs,
           remainingMs: deps.remainingMs,
+          maxJobTimeoutMs: deps.maxJobTimeoutMs,
           elapsedMs: () => performance.now() - startedAt,
           suspend,
           leaseLost: () => stop('lease-lost'),
@@ -210,7 +213,7 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
         step: (id, fn) => durable!.step(id, fn),
         sleep: (id, ms) => durable!.sleep(id, ms),
         sleepUntil: (id, date) => durable!.sleepUntil(id, date),
-        invoke: (id, task, payload) => durable!.invoke(id, task, payload),
+        invoke: (id, task, ...payload) => durable!.invoke(id, task, payload[0]),
         patched: (id) => durable!.patched(id),
       };
       Promise.resolve()

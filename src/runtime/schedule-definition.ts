@@ -19,7 +19,7 @@ import {
   type Timing,
 } from '../core/schedule.ts';
 import type { ScheduleRowInput } from '../store/schedules.ts';
-import { checkTaskPayload, toIssues } from './enqueue.ts';
+import { checkTaskPayload, payloadMessage, toIssues } from './enqueue.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
 
 /** A schedule's options, as code and the HTTP API (`PUT /v1/schedules/:name`) give them. */
@@ -92,7 +92,7 @@ export function defineSchedule(definition: ScheduleDefinition): Schedule {
   if (typeof task !== 'string') {
     const payload = checkTaskPayload(task, checked.schedule.payload, ['payload']);
     if ('issues' in payload) throw definitionError(name, payload.issues);
-    return { ...checked.schedule, payload: payload.value };
+    return { ...checked.schedule, payload: payload.stored };
   }
   return checked.schedule;
 }
@@ -103,7 +103,7 @@ export function bindStaticSchedule(schedule: Schedule, registry: TaskRegistry): 
   if (!task) throw new TypeError(`schedule ${schedule.name}: unknown task ${JSON.stringify(schedule.task)}; add it to createSkiplock({ tasks })`);
   const payload = checkTaskPayload(task, schedule.payload, ['payload']);
   if ('issues' in payload) throw definitionError(schedule.name, payload.issues);
-  return { ...schedule, payload: payload.value };
+  return { ...schedule, payload: payload.stored };
 }
 
 /** Checks a dynamic schedule completely (name, options, task, payload); SkiplockError on bad input. */
@@ -114,8 +114,8 @@ export function parseDynamicSchedule(name: string, input: unknown, registry: Tas
   if ('issues' in checked) throw new SkiplockError('invalid_request', `invalid schedule ${name}`, checked.issues);
   const task = requireTask(registry, checked.schedule.task);
   const payload = checkTaskPayload(task, checked.schedule.payload, ['payload']);
-  if ('issues' in payload) throw new SkiplockError('invalid_payload', `invalid payload for task ${task.name}`, payload.issues);
-  return { ...checked.schedule, payload: payload.value };
+  if ('issues' in payload) throw new SkiplockError('invalid_payload', payloadMessage(task, payload.issues), payload.issues);
+  return { ...checked.schedule, payload: payload.stored };
 }
 
 function checkSchedule(name: string, input: unknown): { schedule: Schedule } | { issues: ErrorIssue[] } {

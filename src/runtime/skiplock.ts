@@ -128,7 +128,11 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
    * `timeoutMs` runs out. A replay of an idempotency key waits for the original job.
    */
   enqueueAndWait(input: EnqueueInputOf<Tasks>, options: EnqueueAndWaitOptions): Promise<EnqueueAndWaitResult>;
-  /** Waits up to `timeoutMs` for a job to finish (see enqueueAndWait); undefined when there is no such job. */
+  /**
+   * Waits up to `timeoutMs` for a job to finish (see enqueueAndWait): `{ job, finished }`, with
+   * `finished` true once the job is DONE, DEAD or CANCELLED and false with the job as last read
+   * when the time ran out; undefined when there is no such job. It never throws for a DEAD job.
+   */
   waitForJob(id: string, options: { timeoutMs: number }): Promise<WaitResult | undefined>;
   /** Validates every job, then enqueues all or none, in one statement. */
   enqueueBatch(inputs: readonly EnqueueInputOf<Tasks>[]): Promise<EnqueueResult[]>;
@@ -138,7 +142,8 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
    * exists if and only if that transaction commits. Same idempotency-key behaviour as enqueue (a
    * replay inserts nothing; the statement returns the original row). It runs no tick: the job
    * starts at the next one. Neon HTTP: `sql.transaction([..., sql.query(text, values)])`; pg or
-   * the Neon Pool: `client.query(text, values)` between BEGIN and COMMIT.
+   * the Neon Pool: `client.query(text, values)` between BEGIN and COMMIT. The row it returns is
+   * raw (snake_case): `jobFromRow(row)` maps it to a Job.
    */
   enqueueStatement(input: EnqueueInputOf<Tasks>): Statement;
   /** Runs one tick (see TickOptions). */

@@ -33,12 +33,8 @@ export interface HistoryCursor {
 export function createHistoryCursor(stored: readonly StoredStep[]): HistoryCursor {
   const recorded = [...stored].sort((a, b) => a.seq - b.seq);
   const byId = new Map(recorded.map((s) => [s.id, s]));
-  /** The recorded steps that are not markers: "step N" in messages counts these only. */
-  const steps = recorded.filter((s) => s.kind !== 'patch');
-  const ordinal = new Map(steps.map((s, i) => [s, i]));
   const asked = new Map<string, boolean>();
   let pos = 0;
-  let reachedSteps = 0;
   let nextSeq = recorded.reduce((max, s) => Math.max(max, s.seq + 1), 0);
 
   /** Moves past the markers at the cursor; says whether one of them was never asked about. */
@@ -55,7 +51,6 @@ export function createHistoryCursor(stored: readonly StoredStep[]): HistoryCurso
   return {
     reach(id, kind) {
       const unknown = skipMarkers();
-      const at = reachedSteps++;
       const there = recorded[pos];
       const row = byId.get(id);
       const fail = (message: string): Reached => ({
@@ -66,10 +61,10 @@ export function createHistoryCursor(stored: readonly StoredStep[]): HistoryCurso
       });
       if (row && row.kind === 'patch') return fail(`non-deterministic steps: ${JSON.stringify(id)} is the marker of a ctx.patched in an earlier run and a ctx.${kind} now`);
       if (row && row !== there)
-        return fail(`non-deterministic steps: ${JSON.stringify(id)} was step ${ordinal.get(row)! + 1} of an earlier run and is step ${at + 1} now` +
+        return fail(`non-deterministic steps: ${JSON.stringify(id)} was step ${row.seq} of an earlier run and is step ${there ? there.seq : nextSeq} now` +
           `${there ? ` (where ${JSON.stringify(there.id)} was recorded)` : ''}; a handler must reach its steps in the same order on every run`);
       if (!row && there)
-        return fail(`non-deterministic steps: step ${at + 1} was ${JSON.stringify(there.id)} (${there.kind}) in an earlier run, and is ${JSON.stringify(id)} (${kind}) now; a handler must reach its steps in the same order on every run`);
+        return fail(`non-deterministic steps: step ${there.seq} was ${JSON.stringify(there.id)} (${there.kind}) in an earlier run, and is ${JSON.stringify(id)} (${kind}) now; a handler must reach its steps in the same order on every run`);
       if (row && row.kind !== kind) return fail(`non-deterministic steps: ${JSON.stringify(id)} was a ctx.${row.kind} in an earlier run and is a ctx.${kind} now`);
       if (row) {
         pos += 1;

@@ -16,7 +16,7 @@ import type { Clock } from '../store/clock.ts';
 import { mapJobStep, toDate } from '../store/rows.ts';
 import type { Row, Sql } from '../store/sql.ts';
 import { invokeChildren, readStepsForRun, writeSleep, writeStep, type InvokeRow, type MarkerRow, type StepFence } from '../store/steps.ts';
-import { prepareEnqueue } from './enqueue.ts';
+import { prepareEnqueue, refuseUnfittableTimeouts } from './enqueue.ts';
 import { createHistoryCursor, markerId } from './step-history.ts';
 import { toStoredJson, utf8Length } from './stored-json.ts';
 import type { StepContext, TaskRegistry } from './task.ts';
@@ -74,6 +74,8 @@ export interface StepRuntimeDeps {
   leaseGraceMs: number;
   /** Milliseconds left before the invocation's deadline (its margin already taken off). */
   remainingMs(): number;
+  /** The longest child timeout a tick of this deployment can claim (TickOptions.maxJobTimeoutMs). */
+  maxJobTimeoutMs: number;
   /** Milliseconds since this run started (its claim). */
   elapsedMs(): number;
   /** Ends the run with this outcome now (a suspension); false when the run had already ended. */
@@ -147,7 +149,7 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     throw fatal;
   };
 
-  /** Checks an id and the determinism rule, and takes the step's place (seq) in the order. */
+  /** Checks an id and the determinism rule, and takes the step's place (seq) in the order. Messages number steps by seq (from 0), as the API and dashboard do. */
   function reach(id: unknown, kind: 'step' | 'sleep' | 'invoke'): { seq: number; row: StoredStep | undefined } {
     if (typeof id !== 'string' || id.length < 1 || id.length > STEP_LIMITS.maxIdLength)
       throw permanentTypeError(`ctx.${kind}: the step id must be a string of 1 to ${STEP_LIMITS.maxIdLength} characters, got ${describeId(id)}`);
@@ -283,6 +285,9 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
       if (error instanceof SkiplockError && error.code === 'invalid_payload' && !isPermanent(error)) Object.assign(error, { permanent: true });
       throw error;
     }
+    // A child no tick here could claim would leave this job WAITING forever: refused as an HTTP enqueue of it is.
+    const unfittable = unfittableTimeout(deps.registry, { task: taskName }, deps.maxJobTimeoutMs);
+    if (unfittable) throw new PermanentError(`ctx.invoke(${JSON.stringify(id)}): ${unfittable.message}`, { cause: unfittable });
     const { debounce: _, ...jobRow } = prepared!.rows[0]! as NonNullable<typeof prepared>['rows'][number] & { debounce?: unknown };
     return new Promise<R>((_resolve, reject) => {
       if (invokes.length === 0) setTimeout(() => void flushInvokes(), 0);
@@ -322,4 +327,15 @@ function jsonLength(value: unknown): number {
 
 function describeId(id: unknown): string {
   return typeof id === 'string' ? `${id.length} characters` : typeof id;
+}
+
+/** The refusal of an HTTP enqueue of this child (refuseUnfittableTimeouts), or undefined when it fits. */
+function unfittableTimeout(registry: TaskRegistry, input: { task: string }, maxTimeoutMs: number): SkiplockError | undefined {
+  try {
+    refuseUnfittableTimeouts(registry, [input], maxTimeoutMs);
+    return undefined;
+  } catch (error) {
+    if (error instanceof SkiplockError) return error;
+    throw error;
+  }
 }

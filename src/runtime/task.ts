@@ -2,16 +2,25 @@ import type { z } from 'zod';
 import { invalidBackoff, type Backoff } from '../core/backoff.ts';
 import { SkiplockError } from '../core/errors.ts';
 import type { Job } from '../core/types.ts';
-import type { EnqueueInput } from './enqueue.ts';
+import type { RegisteredEnqueueInput, RegisteredPayloadArgs, RegisteredTaskName } from './task-types.ts';
 
-/** What a handler receives beside its payload. */
+/**
+ * What a handler receives beside its payload. `ctx.enqueue` and `ctx.invoke` are typed by the
+ * tasks named in `Register` (see task-types.ts; untyped until a project declares it). `Payload`
+ * (the handler's payload type) is kept so that `TaskContext<P>` in user code still compiles.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unused-vars
 export interface TaskContext<Payload = unknown> {
   /**
    * Aborted when the job's timeout passes, when the invocation's deadline nears, when the job's
    * lease is lost to another worker, or when the job is cancelled. Pass it to every I/O call.
    */
   signal: AbortSignal;
-  job: Job<Payload>;
+  /**
+   * The job's row. Its `payload` is what is stored: the JSON form of what was enqueued, before the
+   * schema's transforms and defaults; the handler's first argument is the schema's parse of it.
+   */
+  job: Job<unknown>;
   /** 1 on the first run, 2 on the first retry, … */
   attempt: number;
   /**
@@ -28,8 +37,8 @@ export interface TaskContext<Payload = unknown> {
    * job's `progress` and in its attempt history.
    */
   progress(value: unknown): void;
-  /** Enqueues follow-up jobs (validated like any enqueue). */
-  enqueue(input: EnqueueInput): Promise<Job>;
+  /** Enqueues follow-up jobs (validated like any enqueue; typed by the registered tasks). */
+  enqueue<Name extends RegisteredTaskName>(input: RegisteredEnqueueInput<Name>): Promise<Job>;
   /**
    * For a job fired by a schedule: the schedule's recurring state as it was when this job fired
    * (null until a run sets it). Undefined for other jobs.
@@ -56,9 +65,16 @@ export interface TaskContext<Payload = unknown> {
   /**
    * Enqueues a child job of `task` and suspends this job (WAITING) until the child ends; resolves
    * with the child's result, or rejects with its error when it ends DEAD or CANCELLED. Several
-   * invokes awaited together (Promise.all) are enqueued in one statement.
+   * invokes awaited together (Promise.all) are enqueued in one statement. `task` and `payload`
+   * are typed by the registered tasks, as enqueue's are. A child this deployment's ticks could
+   * never claim (its timeout is longer than TickOptions.maxJobTimeoutMs) or an invalid payload:
+   * the promise rejects with a PermanentError, and nothing is enqueued.
    */
-  invoke<R = unknown>(id: string, task: string, payload?: unknown): Promise<R>;
+  invoke<R = unknown, Name extends RegisteredTaskName = RegisteredTaskName>(
+    id: string,
+    task: Name,
+    ...payload: RegisteredPayloadArgs<Name>
+  ): Promise<R>;
   /**
    * Versioning a workflow (docs/steps.md, "Changing a workflow's code"): true on a run that reaches
    * this point fresh (a marker `patched:<id>` is recorded, with the next step write: no round trip

@@ -40,6 +40,13 @@ export interface TickOptions {
    * is claimed whose timeout does not fit before that. Default 1 000.
    */
   marginMs?: number;
+  /**
+   * The longest job timeout any tick of this deployment can claim (on Cloudflare the cron's or
+   * the alarm's, not this HTTP tick's): a ctx.invoke of a child whose timeout is longer rejects
+   * with a PermanentError and enqueues nothing, as an HTTP enqueue of it is refused. Default:
+   * this tick's budgetMs − marginMs.
+   */
+  maxJobTimeoutMs?: number;
   /** After an abort, how long a handler has to stop before it is abandoned; at most marginMs / 2, so that its result is written by the deadline. Default 250. */
   abandonAfterMs?: number;
   /**
@@ -71,7 +78,7 @@ export interface TickOptions {
 
 export interface TickDeps {
   sql: Sql;
-  run: Omit<RunDeps, 'heartbeat' | 'abandonAfterMs' | 'sql' | 'now' | 'leaseMs' | 'leaseGraceMs' | 'remainingMs'>;
+  run: Omit<RunDeps, 'heartbeat' | 'abandonAfterMs' | 'sql' | 'now' | 'leaseMs' | 'leaseGraceMs' | 'remainingMs' | 'maxJobTimeoutMs'>;
   /** The clock passed into SQL: null means the database's now(). Tests pass instants in. */
   now: () => Date | null;
   /**
@@ -176,6 +183,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     leaseMs: o.leaseMs,
     leaseGraceMs: LEASE_GRACE_MS,
     remainingMs: () => deadline - o.marginMs - elapsed(),
+    maxJobTimeoutMs: o.maxJobTimeoutMs ?? o.budgetMs - o.marginMs,
   };
 
   // Renews every running job's lease; any job missing from the answer lost its lease.

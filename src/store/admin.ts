@@ -225,7 +225,9 @@ export function rescheduleJob(p: {
        rate_key = CASE WHEN $6::boolean THEN $9 ELSE j.rate_key END,
        priority = coalesce($7::smallint, j.priority),
        updated_at = ${NOW}
-     WHERE j.id = $2::bigint AND j.status = 'QUEUED'`,
+     WHERE j.id = $2::bigint AND j.status = 'QUEUED'
+       -- Recorded steps were computed from the old payload: a new one would not match them.
+       AND (NOT $6::boolean OR j.step_count = 0)`,
     [clock(p.now), p.id, p.runAt, p.delayMs, p.hasPayload ? JSON.stringify(p.payload) : null, p.hasPayload, p.priority, p.flow_key ?? null, p.rate_key ?? null],
   );
 }

@@ -26,6 +26,11 @@ function toStringOrNull(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
 }
 
+/**
+ * A job row as the database returns it (snake_case columns: what running `enqueueStatement`'s
+ * statement yourself returns, with any driver) → the `Job` that enqueue returns. Exported from
+ * `skiplock` as `jobFromRow`.
+ */
 export function mapJob(row: Row): Job {
   return {
     id: String(row.id),

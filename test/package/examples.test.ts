@@ -73,6 +73,17 @@ describe('the tarball', () => {
     expect(packed.files.filter((f) => /\.(png|svg|jpg)$/.test(f))).toEqual([]);
   });
 
+  test('source maps carry their sources (src/ is not shipped), and no declaration maps point at it', async () => {
+    const maps = packed.files.filter((f) => f.endsWith('.map'));
+    expect(maps.filter((f) => f.endsWith('.d.ts.map'))).toEqual([]);
+    expect(maps.length).toBeGreaterThan(10);
+    for (const file of maps) {
+      const map = JSON.parse(await readFile(join(packed.dir, 'package', file), 'utf8')) as { sources: string[]; sourcesContent?: (string | null)[] };
+      expect(map.sourcesContent?.length, file).toBe(map.sources.length);
+      expect(map.sourcesContent!.every((text) => typeof text === 'string' && text.length > 0), file).toBe(true);
+    }
+  });
+
   test('skiplock/client loads nothing but its own modules', async () => {
     const graph = await sh(NODE, ['--input-type=module', '-e', CLIENT_GRAPH], { cwd: join(packed.dir, 'package') });
     const { files, packages } = JSON.parse(graph.stdout) as { files: string[]; packages: string[] };
@@ -149,6 +160,32 @@ visit('dist/client/index.js');
 console.log(JSON.stringify({ files: [...files].map((f) => relative('.', f)), packages: [...packages] }));
 `;
 
+const ES2021_CONSUMER = `
+import { z } from 'zod';
+import { defineTask, PermanentError, jobFromRow } from 'skiplock';
+import { createWorker } from 'skiplock/cloudflare';
+import { createClient } from 'skiplock/client';
+import { createNeonHttpDriver } from 'skiplock/neon';
+import { migrations } from 'skiplock/migrations';
+
+const charge = defineTask({ name: 'charge', payload: z.object({ amount: z.number() }), handler: (p) => p.amount });
+const order = defineTask({
+  name: 'order',
+  payload: z.object({}),
+  handler: async (_p, ctx) => {
+    await ctx.invoke('charge', 'charge', { amount: 1 });
+    // @ts-expect-error charge's payload
+    await ctx.invoke('charge-2', 'charge', { amount: 'one' });
+    throw new PermanentError('done', { cause: 1 });
+  },
+});
+declare module 'skiplock' {
+  interface Register { tasks: { charge: typeof charge; order: typeof order } }
+}
+export default createWorker({ tasks: [charge, order] });
+void [createClient, createNeonHttpDriver, migrations, jobFromRow];
+`;
+
 describe('examples/cloudflare-worker', () => {
   let dir: string;
   beforeAll(async () => (dir = await example('cloudflare-worker')));
@@ -156,6 +193,14 @@ describe('examples/cloudflare-worker', () => {
   test('tsc --noEmit (create-cloudflare tsconfig, strict, skipLibCheck false)', async () => {
     await expectStrictTsconfig(dir);
     await sh(join(BIN, 'tsc'), ['--noEmit', '-p', '.'], { cwd: dir });
+  });
+
+  test("the public types under create-cloudflare's classic lib: es2021 (skipLibCheck false), Register included", async () => {
+    // Every entry a Worker imports, and a Register declaration (typed ctx.invoke) through the package's d.ts.
+    await writeFile(join(dir, 'es2021.ts'), ES2021_CONSUMER);
+    const config = { extends: './tsconfig.json', compilerOptions: { target: 'es2021', lib: ['es2021'], skipLibCheck: false }, include: [], files: ['es2021.ts'] };
+    await writeFile(join(dir, 'tsconfig.es2021.json'), JSON.stringify(config));
+    await sh(join(BIN, 'tsc'), ['--noEmit', '-p', 'tsconfig.es2021.json'], { cwd: dir });
   });
 
   test('wrangler deploy --dry-run: at most 1 KiB over its measured size (261.7 KiB gzipped), and pg is not in it', async () => {

@@ -11,7 +11,7 @@ import ws from 'ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
-import { createSkiplock, defineTask, SkiplockError, type Skiplock } from '../../src/index.ts';
+import { createSkiplock, defineTask, jobFromRow, SkiplockError, type Row, type Skiplock } from '../../src/index.ts';
 import { createPgDriver } from '../../src/pg.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
@@ -118,6 +118,8 @@ describe.each(Object.keys(ways))('%s', (way) => {
     expect(job).toMatchObject({ status: 'QUEUED' });
     // The statement returns the job's row, as enqueue's does.
     expect(String((returned![0] as { id: unknown }).id)).toBe(job!.id);
+    // jobFromRow maps that raw row (snake_case, driver-typed) to the Job enqueue returns.
+    expect(jobFromRow(returned![0] as Row)).toEqual(await skiplock.getJob(String(job!.id)));
     await skiplock.tick({ untilIdle: true, budgetMs: 20_000 });
     expect(await skiplock.getJob(String(job!.id))).toMatchObject({ status: 'DONE', result: { shipped: orderId } });
   });

@@ -56,10 +56,10 @@ const check = (before: string[], after?: string[]) => createSkiplock({ sql: db.s
 test('catches an inserted, a removed, a renamed and a reordered step; writes nothing; runs no step', async () => {
   const before = await dump();
   const cases: [string[], RegExp][] = [
-    [['a', 'x', 'b'], /step 2 was "b" \(step\) in an earlier run, and is "x" \(step\) now/],
-    [['a'], /"wait" was step 3 of an earlier run and is step 2 now \(where "b" was recorded\)/],
-    [['a', 'b2'], /step 2 was "b" \(step\) in an earlier run, and is "b2" \(step\) now/],
-    [['b', 'a'], /"b" was step 2 of an earlier run and is step 1 now/],
+    [['a', 'x', 'b'], /step 1 was "b" \(step\) in an earlier run, and is "x" \(step\) now/],
+    [['a'], /"wait" was step 2 of an earlier run and is step 1 now \(where "b" was recorded\)/],
+    [['a', 'b2'], /step 1 was "b" \(step\) in an earlier run, and is "b2" \(step\) now/],
+    [['b', 'a'], /"b" was step 1 of an earlier run and is step 0 now/],
   ];
   for (const [steps, reason] of cases) {
     const result = await check(steps);

@@ -225,7 +225,7 @@ describe('clear errors', () => {
     });
     const job = await runToEnd(task);
     expect(job.status).toBe('DEAD');
-    expect(job.lastError).toBe('PermanentError: non-deterministic steps: step 2 was "b" (step) in an earlier run, and is "c" (step) now; a handler must reach its steps in the same order on every run');
+    expect(job.lastError).toBe('PermanentError: non-deterministic steps: step 1 was "b" (step) in an earlier run, and is "c" (step) now; a handler must reach its steps in the same order on every run');
   });
 
   test('a recorded step reached at another position: DEAD, even if the handler catches the error', async () => {
@@ -242,7 +242,7 @@ describe('clear errors', () => {
     });
     const job = await runToEnd(task);
     expect(job.status).toBe('DEAD');
-    expect(job.lastError).toMatch(/non-deterministic steps: "b" was step 2 of an earlier run and is step 1 now \(where "a" was recorded\)/);
+    expect(job.lastError).toMatch(/non-deterministic steps: "b" was step 1 of an earlier run and is step 0 now \(where "a" was recorded\)/);
   });
 
   test('the same step id twice in one run: DEAD', async () => {

@@ -171,7 +171,7 @@ describe('restartJob', () => {
     await broken.tick({ untilIdle: true });
     const dead = (await broken.getJob(job.id))!;
     expect(dead.status).toBe('DEAD');
-    expect(dead.lastError).toMatch(/step 2 was "wait" \(sleep\) in an earlier run, and is "fraud-check" \(step\) now/);
+    expect(dead.lastError).toMatch(/step 1 was "wait" \(sleep\) in an earlier run, and is "fraud-check" \(step\) now/);
     // A retry dies the same way. fraud-check is not recorded: the new code, replayed, reaches it
     // after "reserve" and before the recorded "wait", so the restart keeps reserve and forgets wait.
     const restarted = await broken.restartJob(job.id, { fromStep: 'fraud-check' });

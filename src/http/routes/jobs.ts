@@ -115,7 +115,7 @@ const rescheduleRoute = createRoute({
   method: 'patch',
   path: '/v1/jobs/{id}',
   summary: 'Reschedule a QUEUED job, or run it now',
-  description: 'Changes the due time (`runAt`, or `delayMs` from now: 0 runs it now), the payload (checked against the task as at enqueue) or the priority of a QUEUED job, in one statement. 409 for a job in any other state: a tick that claimed it first wins.',
+  description: 'Changes the due time (`runAt`, or `delayMs` from now: 0 runs it now), the payload (checked against the task as at enqueue) or the priority of a QUEUED job, in one statement. 409 for a job in any other state (a tick that claimed it first wins), and for a new payload of a job with recorded steps.',
   tags: ['jobs'],
   security: bearerSecurity,
   middleware: [jsonBody] as const,

@@ -100,7 +100,12 @@ export function createDeployments<Tasks extends TaskList>(options: WorkerOptions
 function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sqlFor, ...config }: WorkerOptions<Tasks>): Deployment<Tasks> {
   if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set (wrangler secret put DATABASE_URL)');
   const alarmMode = env.TICKER === 'alarm' && env.SKIPLOCK_TICKER !== undefined;
-  const { cronTick, httpTick, alarmTick } = workerTickOptions(env);
+  const ticks = workerTickOptions(env);
+  // A job no tick here can fit is refused at enqueue (and by ctx.invoke): the cron's (or the alarm's) tick, or an HTTP one.
+  const maxJobTimeoutMs = longestJobTimeoutMs(alarmMode ? ticks.alarmTick : ticks.cronTick, ticks.httpTick);
+  const cronTick = { ...ticks.cronTick, maxJobTimeoutMs };
+  const httpTick = { ...ticks.httpTick, maxJobTimeoutMs };
+  const alarmTick = { ...ticks.alarmTick, maxJobTimeoutMs };
   if (cronTick.concurrency! > WORKER_CONCURRENCY) {
     console.warn(
       `[skiplock] TICK_CONCURRENCY=${cronTick.concurrency}: a Workers invocation has ${CLOUDFLARE_CONNECTIONS} connections, shared by handlers' fetches and the tick's ` +
@@ -115,8 +120,7 @@ function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sql
     apiToken: env.API_TOKEN,
     cronSecret: env.CRON_SECRET,
     tick: httpTick,
-    // A job no tick here can fit is refused at enqueue: the cron's (or the alarm's) tick, or an HTTP one.
-    maxJobTimeoutMs: longestJobTimeoutMs(alarmMode ? alarmTick : cronTick, httpTick),
+    maxJobTimeoutMs,
     // The new job starts now; in alarm mode the Durable Object is also woken to follow up (retries, delays).
     runInBackground: (work, c) => c.executionCtx.waitUntil(alarmMode ? Promise.all([work, wakeTicker(env).catch(logWakeFailure)]) : work),
   });

@@ -34,7 +34,7 @@ export interface VercelOptions<Tasks extends TaskList = TaskList> extends Omit<S
    * config = { maxDuration }`, or Next's `export const maxDuration`). Ticks get it minus 5 s. Default 60.
    */
   maxDuration?: number;
-  /** Serve under this path prefix, e.g. '/api/skiplock' for app/api/skiplock/[...path]/route.ts. Default: none. */
+  /** Serve under this path prefix, e.g. '/api/skiplock' for app/api/skiplock/[[...path]]/route.ts. Default: none. */
   basePath?: string;
   /** The database port. Default: createNeonHttpDriver(DATABASE_URL). */
   sql?: (env: VercelEnv) => Sql;
