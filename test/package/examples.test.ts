@@ -207,7 +207,7 @@ describe('examples/nextjs', () => {
       const port = await freePort();
       next = startProcess(NODE, [join(dir, 'node_modules/next/dist/bin/next'), 'start', '-p', String(port), '-H', '127.0.0.1'], {
         cwd: dir,
-        env: { ...env, DATABASE_URL: databaseUrl, NEON_FETCH_ENDPOINT: fetchEndpoint, API_TOKEN: 'next-token', CRON_SECRET: 'next-cron' },
+        env: { ...env, DATABASE_URL: databaseUrl, NEON_FETCH_ENDPOINT: fetchEndpoint, API_TOKEN: 'next-token-0123456789', CRON_SECRET: 'next-cron-0123456789' },
       });
       await next.waitFor(/Ready in/, 60_000);
       const base = `http://127.0.0.1:${port}`;
@@ -216,10 +216,10 @@ describe('examples/nextjs', () => {
       expect(signup.status).toBe(202);
       const { jobId } = (await signup.json()) as { jobId: string };
 
-      const client = createClient({ url: `${base}/api/skiplock`, token: 'next-token' });
+      const client = createClient({ url: `${base}/api/skiplock`, token: 'next-token-0123456789' });
       expect(await client.getJob(jobId)).toMatchObject({ task: 'send-welcome', payload: { email: 'lin@example.com' } });
       // Vercel's cron calls the tick route with CRON_SECRET.
-      const tick = await fetch(`${base}/api/skiplock/v1/tick`, { headers: { authorization: 'Bearer next-cron' } });
+      const tick = await fetch(`${base}/api/skiplock/v1/tick`, { headers: { authorization: 'Bearer next-cron-0123456789' } });
       expect(tick.status).toBe(200);
       expect(await client.getJob(jobId)).toMatchObject({ status: 'DONE', result: { sent: 'lin@example.com' } });
       // The optional catch-all serves the dashboard at the bare prefix.
@@ -251,7 +251,7 @@ describe('examples/node', () => {
       const databaseUrl = (await dev.waitFor(/^ {2}DATABASE_URL=(\S+)$/m, 60_000))[1]!;
       const postgresPid = Number((await readFile(join(dir, '.skiplock/postgres/postmaster.pid'), 'utf8')).split('\n')[0]);
 
-      const runnerEnv = { ...env, DATABASE_URL: databaseUrl, API_TOKEN: 'example-token', PORT: '0' };
+      const runnerEnv = { ...env, DATABASE_URL: databaseUrl, API_TOKEN: 'example-token-0123456789', PORT: '0' };
       runner = startProcess(NODE, ['--no-experimental-strip-types', 'dist/main.js'], { cwd: dir, env: runnerEnv });
       const url = (await runner.waitFor(/listening on (http:\S+)/, 30_000))[1]!;
       const { stdout } = await sh(NODE, ['--no-experimental-strip-types', 'dist/enqueue.js'], { cwd: dir, env: { ...runnerEnv, SKIPLOCK_URL: url } });
