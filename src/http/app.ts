@@ -150,7 +150,8 @@ export function createApp(options: AppOptions): App {
   app.use('/v1/tick', requireBearer([deps.apiToken, deps.cronSecret]));
   app.use('/v1/*', async (c, next) => (c.req.path === '/v1/tick' ? next() : apiAuth(c, next)));
   app.use('/metrics', requireBearer([deps.apiToken, deps.metricsToken]));
-  app.use('*', requireSchema(skiplock));
+  app.use('/v1/*', requireSchema(skiplock));
+  app.use('/metrics', requireSchema(skiplock));
   app.use(
     '*',
     bodyLimit({

@@ -46,13 +46,23 @@ describe('item 7: an unmigrated database', () => {
     const app = appOn(port);
     const health = await app.request('/healthz');
     expect([health.status, await health.json(), seen.all]).toEqual([200, { ok: true }, 0]);
-    for (const [path, init] of [['/v1/jobs', echo], ['/v1/stats', { headers: auth }], ['/v1/jobs', { headers: auth }], ['/', {}], ['/metrics', { headers: auth }]] as const) {
+    for (const [path, init] of [['/v1/jobs', echo], ['/v1/stats', { headers: auth }], ['/v1/jobs', { headers: auth }], ['/metrics', { headers: auth }]] as const) {
       const response = await app.request(path, init);
       const body = (await response.json()) as { error: { code: string; message: string } };
       expect([path, response.status, body.error.code]).toEqual([path, 503, 'not_migrated']);
       expect(body.error.message).toContain('npx skiplock migrate');
       expect(body.error.message).toContain('autoMigrate');
     }
+  });
+
+  test('the dashboard, signed in, shows a 503 page naming the fix', async () => {
+    const app = appOn(db.sql);
+    const login = await app.request('http://d.test/login', { method: 'POST', headers: { origin: 'http://d.test', 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: TOKEN, next: '/' }) });
+    expect(login.status).toBe(303);
+    const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
+    const page = await app.request('http://d.test/', { headers: { cookie } });
+    expect(page.status).toBe(503);
+    expect(await page.text()).toContain('npx skiplock migrate');
   });
 
   test('GET /healthz?deep=1 needs the token and reports the database and the schema version', async () => {

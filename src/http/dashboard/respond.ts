@@ -45,6 +45,7 @@ export function page(deps: DashboardDeps, render: (request: PageRequest) => Prom
     const csrf = await deps.sessions.csrfToken(session);
     let result: PageResult;
     try {
+      await deps.skiplock.ensureSchema(); // not migrated: a 503 page naming the fix
       // Ages ("3 min ago", a silent schedule) are measured on the database's clock, like everything else.
       result = await render({ c, csrf, now: (await deps.skiplock.currentTime()).getTime() });
     } catch (error) {
