@@ -11,9 +11,9 @@ export const MIN_SECRET_LENGTH = 16;
 export type SecretPlatform = 'cloudflare' | 'vercel' | 'node';
 
 const WHERE: Record<SecretPlatform, (name: string) => string> = {
-  cloudflare: (name) => `\`wrangler secret put ${name}\` (locally: a line ${name}=… in .dev.vars)`,
-  vercel: (name) => `the Vercel project's Settings → Environment Variables (locally: a line ${name}=… in .env.local)`,
-  node: (name) => `the process's environment (${name}=…)`,
+  cloudflare: (name) => `set it with \`wrangler secret put ${name}\` (locally: a line ${name}=… in .dev.vars, then restart wrangler dev)`,
+  vercel: (name) => `set it in the Vercel project's Settings → Environment Variables (locally: a line ${name}=… in .env.local)`,
+  node: (name) => `set it in the process's environment (${name}=…)`,
 };
 
 export interface SecretSpec {
@@ -25,7 +25,7 @@ export interface SecretSpec {
 /** What is wrong with a secret, or undefined when it can be used. */
 export function secretProblem({ name, value, required }: SecretSpec, platform?: SecretPlatform): string | undefined {
   const fix = `generate one of at least ${MIN_SECRET_LENGTH} characters (\`openssl rand -base64 32\`; \`npx skiplock dev\` prints one)` +
-    (platform ? ` and set it in ${WHERE[platform](name)}` : '');
+    (platform ? `, and ${WHERE[platform](name)}` : '');
   if (value === undefined || value === '') return required ? `${name} is not set: ${fix}` : undefined;
   if (typeof value !== 'string') return `${name} must be a string`;
   if (value.length < MIN_SECRET_LENGTH) return `${name} is too short (${value.length} characters, at least ${MIN_SECRET_LENGTH}): ${fix}`;
