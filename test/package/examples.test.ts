@@ -30,11 +30,13 @@ import { BIN, installExample, NODE, pack, removeDir, sh, type PackedPackage } fr
  * children in the job JSON and on the dashboard's job page) with the DONE attempt read from the
  * row 2.4 KiB more, then the durable-steps review's fixes (the cancel transaction and its deadlock
  * retry, the statements that leave a parent alone, refreshed steps on a retry, exact UTF-8 sizes,
- * TickResult.suspended) 1.3 KiB more: 261.7 KiB measured (the example's Worker, wrangler 4.164.0). The limit is that plus 1 KiB. The lever left is zod's
+ * TickResult.suspended) 1.3 KiB more, then issue 21's fixes 3.2 KiB more (2.8 KiB of it the first
+ * hour's: the not_migrated and not_configured answers, the deep health check, the login throttle):
+ * 264.9 KiB measured (the example's Worker, wrangler 4.164.0). The limit is that plus 1 KiB. The lever left is zod's
  * 63 locales (about 38 KiB gzipped), kept in every bundle because @hono/zod-openapi passes the
  * whole `z` namespace to extendZodWithOpenApi at load (docs/library.md, "Size").
  */
-const WORKER_GZIP_LIMIT = (261.7 + 1) * 1024;
+const WORKER_GZIP_LIMIT = (264.9 + 1) * 1024;
 
 let packed: PackedPackage;
 const dirs: string[] = [];
@@ -158,7 +160,7 @@ describe('examples/cloudflare-worker', () => {
     await sh(join(BIN, 'tsc'), ['--noEmit', '-p', '.'], { cwd: dir });
   });
 
-  test('wrangler deploy --dry-run: at most 1 KiB over its measured size (261.7 KiB gzipped), and pg is not in it', async () => {
+  test('wrangler deploy --dry-run: at most 1 KiB over its measured size (264.9 KiB gzipped), and pg is not in it', async () => {
     const out = join(dir, 'out');
     const { stdout } = await sh(join(BIN, 'wrangler'), ['deploy', '--dry-run', '--outdir', out, '--metafile', join(out, 'meta.json')], {
       cwd: dir,
@@ -202,8 +204,8 @@ describe('examples/nextjs', () => {
     const dev = startProcess(join(dir, 'node_modules/.bin/skiplock'), ['dev', '--pg-port', '0', '--proxy-port', '0'], { cwd: dir, env });
     let next: ReturnType<typeof startProcess> | undefined;
     try {
-      const databaseUrl = (await dev.waitFor(/^ {2}DATABASE_URL=(\S+)$/m, 60_000))[1]!;
-      const fetchEndpoint = (await dev.waitFor(/^ {2}NEON_FETCH_ENDPOINT=(\S+)$/m, 1_000))[1]!;
+      const databaseUrl = (await dev.waitFor(/^DATABASE_URL=(\S+)$/m, 60_000))[1]!;
+      const fetchEndpoint = (await dev.waitFor(/^NEON_FETCH_ENDPOINT=(\S+)$/m, 1_000))[1]!;
       const port = await freePort();
       next = startProcess(NODE, [join(dir, 'node_modules/next/dist/bin/next'), 'start', '-p', String(port), '-H', '127.0.0.1'], {
         cwd: dir,
@@ -248,7 +250,7 @@ describe('examples/node', () => {
     const dev = startProcess(join(dir, 'node_modules/.bin/skiplock'), ['dev', '--pg-port', '0', '--proxy-port', '0'], { cwd: dir, env });
     let runner: ReturnType<typeof startProcess> | undefined;
     try {
-      const databaseUrl = (await dev.waitFor(/^ {2}DATABASE_URL=(\S+)$/m, 60_000))[1]!;
+      const databaseUrl = (await dev.waitFor(/^DATABASE_URL=(\S+)$/m, 60_000))[1]!;
       const postgresPid = Number((await readFile(join(dir, '.skiplock/postgres/postmaster.pid'), 'utf8')).split('\n')[0]);
 
       const runnerEnv = { ...env, DATABASE_URL: databaseUrl, API_TOKEN: 'example-token-0123456789', PORT: '0' };
