@@ -18,6 +18,7 @@ export {
   intFromEnv,
   portFromEnv,
   requiredEnv,
+  secretFromEnv,
   tickOptionsFromEnv,
   type TickEnv,
 } from './platform/env-options.ts';

@@ -14,7 +14,7 @@ import {
   intFromEnv,
   onShutdownSignal,
   portFromEnv,
-  requiredEnv,
+  secretFromEnv,
   startNodeRunner,
   tickOptionsFromEnv,
 } from '../node.ts';
@@ -26,7 +26,10 @@ let databaseUrl: string | undefined;
 
 async function main(): Promise<void> {
   databaseUrl = databaseUrlFromEnv(env.DATABASE_URL);
-  const apiToken = requiredEnv(env.API_TOKEN, 'API_TOKEN');
+  // A process of its own: a missing or short secret stops it at start, with one line.
+  const apiToken = secretFromEnv(env.API_TOKEN, 'API_TOKEN', true)!;
+  const cronSecret = secretFromEnv(env.CRON_SECRET, 'CRON_SECRET', false);
+  const metricsToken = secretFromEnv(env.METRICS_TOKEN, 'METRICS_TOKEN', false);
   const port = portFromEnv(env.PORT, 8787);
   const drainMs = intFromEnv(env.DRAIN_MS, 10_000, 'DRAIN_MS');
   // TICK_BUDGET_MS is the budget of /v1/tick and of an enqueue's tick; the loop's ticks run until idle.
@@ -38,7 +41,8 @@ async function main(): Promise<void> {
   const runner = await startNodeRunner({
     skiplock,
     apiToken,
-    cronSecret: env.CRON_SECRET,
+    cronSecret,
+    metricsToken,
     port,
     hostname: env.HOST ?? '0.0.0.0',
     tick,

@@ -9,7 +9,11 @@ export type ErrorCode =
   | 'invalid_payload'
   | 'not_found'
   | 'conflict'
-  | 'payload_too_large';
+  | 'payload_too_large'
+  /** A secret the deployment needs (API_TOKEN, …) is missing or too short: fix the configuration. */
+  | 'not_configured'
+  /** The database lacks skiplock's tables, or has an older schema: run `npx skiplock migrate`. */
+  | 'not_migrated';
 
 export interface ErrorIssue {
   path: (string | number)[];

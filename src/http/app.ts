@@ -10,12 +10,15 @@ import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { SkiplockError } from '../core/errors.ts';
 import { toIssues } from '../runtime/enqueue.ts';
+import { isNotMigrated } from '../runtime/schema-check.ts';
 import type { Skiplock } from '../runtime/skiplock.ts';
 import { TICK_DEFAULTS, type TickOptions } from '../runtime/tick.ts';
 import type { App, RouteDeps } from './app-types.ts';
 import { requireBearer } from './auth.ts';
 import { registerDashboardRoutes } from './dashboard/index.ts';
-import { onError, onNotFound } from './errors.ts';
+import { errorResponse, onError, onNotFound } from './errors.ts';
+import { requireSchema } from './schema-gate.ts';
+import { checkSecrets, type SecretPlatform } from './secrets.ts';
 import { registerDocsRoutes } from './routes/docs.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerJobRoutes } from './routes/jobs.ts';
@@ -29,10 +32,17 @@ import { registerVersionRoutes } from './routes/versions.ts';
 export interface AppOptions {
   /** The queue this app serves (createSkiplock). Required. */
   skiplock: Skiplock;
-  /** Bearer token for /v1/* and /metrics (API_TOKEN). Required; must not be empty. */
+  /** Bearer token for /v1/* and /metrics (API_TOKEN). Required; at least 16 characters. */
   apiToken: string;
-  /** Also accepted on the tick route, as Vercel cron sends it (CRON_SECRET). Default: none. */
+  /** Also accepted on the tick route, as Vercel cron sends it (CRON_SECRET; at least 16 characters). Default: none. */
   cronSecret?: string;
+  /** A read-only token accepted on /metrics only (METRICS_TOKEN; at least 16 characters), for a scraper. Default: none. */
+  metricsToken?: string;
+  /**
+   * Where the 503 of a missing or short secret tells the user to set it (createAppOrNotice).
+   * Default: no platform named.
+   */
+  platform?: SecretPlatform;
   /** Options of the ticks that GET/POST /v1/tick runs. Default: the skiplock's own tick options. */
   tick?: TickOptions;
   /**
@@ -66,8 +76,38 @@ export function longestJobTimeoutMs(...ticks: readonly TickOptions[]): number {
   return Math.max(...ticks.map((t) => (t.budgetMs ?? TICK_DEFAULTS.budgetMs) - (t.marginMs ?? TICK_DEFAULTS.marginMs)));
 }
 
+/**
+ * The app, or — when a secret is missing or too short — an app answering every request with 503
+ * `not_configured` naming the variable and where to set it: a platform entry point uses it so
+ * that the user's own routes keep working while skiplock's wait for their configuration.
+ */
+export function createAppOrNotice(options: AppOptions): App {
+  try {
+    return createApp(options);
+  } catch (error) {
+    if (!(error instanceof SkiplockError) || error.code !== 'not_configured') throw error;
+    console.error(`[skiplock] ${error.message}`);
+    return createNoticeApp(error);
+  }
+}
+
+/** An app answering every request with this error (503 not_configured). */
+export function createNoticeApp(error: SkiplockError): App {
+  const app: App = new OpenAPIHono();
+  app.all('*', (c) => errorResponse(c, error));
+  return app;
+}
+
+/** Throws SkiplockError not_configured when API_TOKEN is missing or a secret is shorter than 16 characters. */
 export function createApp(options: AppOptions): App {
-  if (typeof options.apiToken !== 'string' || options.apiToken.length === 0) throw new TypeError('createApp: apiToken must be a non-empty string');
+  checkSecrets(
+    [
+      { name: 'API_TOKEN', value: options.apiToken, required: true },
+      { name: 'CRON_SECRET', value: options.cronSecret, required: false },
+      { name: 'METRICS_TOKEN', value: options.metricsToken, required: false },
+    ],
+    options.platform,
+  );
   const { skiplock } = options;
   const tick = options.tick ?? {};
   const runInBackground = options.runInBackground;
@@ -78,6 +118,7 @@ export function createApp(options: AppOptions): App {
     skiplock,
     apiToken: options.apiToken,
     cronSecret: options.cronSecret || undefined,
+    metricsToken: options.metricsToken || undefined,
     tick,
     arrivedAt,
     maxJobTimeoutMs: options.maxJobTimeoutMs,
@@ -85,7 +126,7 @@ export function createApp(options: AppOptions): App {
     startWork(c) {
       if (!runInBackground) return;
       const work = skiplock.tick({ ...tick, untilIdle: true, startedAt: arrivedAt(c) }).catch((error: unknown) => {
-        console.error('[skiplock] background tick failed', error);
+        if (!isNotMigrated(error)) console.error('[skiplock] background tick failed', error); // not_migrated: logged once by the tick
       });
       runInBackground(work, c);
     },
@@ -108,7 +149,9 @@ export function createApp(options: AppOptions): App {
   const apiAuth = requireBearer([deps.apiToken]);
   app.use('/v1/tick', requireBearer([deps.apiToken, deps.cronSecret]));
   app.use('/v1/*', async (c, next) => (c.req.path === '/v1/tick' ? next() : apiAuth(c, next)));
-  app.use('/metrics', apiAuth);
+  app.use('/metrics', requireBearer([deps.apiToken, deps.metricsToken]));
+  app.use('/v1/*', requireSchema(skiplock));
+  app.use('/metrics', requireSchema(skiplock));
   app.use(
     '*',
     bodyLimit({

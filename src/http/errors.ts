@@ -17,6 +17,8 @@ export const STATUS_OF: Readonly<Record<ErrorCode, ContentfulStatusCode>> = {
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
+  not_configured: 503,
+  not_migrated: 503,
 };
 
 /** A 1000-job batch can fail in thousands of places; the first ones are enough to act on. */

@@ -73,12 +73,21 @@ async function forward(app: App, request: Request, url: URL, prefix: string, arg
   return withPrefix(await app.fetch(forwarded, ...(args as [never, never])), prefix);
 }
 
-/** Puts the prefix back on redirects and on the dashboard's own links, forms and assets. */
+/**
+ * Puts the prefix back on redirects, on the dashboard's own links, forms and assets, and on its
+ * session cookie's Path: the cookie is then sent to this mount only, not to the host app's routes
+ * nor to another mounted instance (which would overwrite it).
+ */
 async function withPrefix(response: Response, prefix: string): Promise<Response> {
   const location = response.headers.get('location');
   const isHtml = response.headers.get('content-type')?.startsWith('text/html') ?? false;
-  if (!isHtml && !location?.startsWith('/')) return response;
+  const cookies = response.headers.getSetCookie();
+  if (!isHtml && !location?.startsWith('/') && cookies.length === 0) return response;
   const headers = new Headers(response.headers);
+  if (cookies.length > 0) {
+    headers.delete('set-cookie');
+    for (const cookie of cookies) headers.append('set-cookie', cookie.replace(/;\s*Path=\/(?=;|$)/i, `; Path=${prefix}`));
+  }
   if (location?.startsWith('/') && !location.startsWith('//')) headers.set('location', prefix + location);
   let body: ConstructorParameters<typeof Response>[0] = response.body;
   if (isHtml && response.body) {

@@ -279,6 +279,22 @@ export const TaskList = z.object({ tasks: z.array(TaskInfo) }).openapi('TaskList
 
 export const Health = z.object({ ok: z.boolean() }).openapi('Health');
 
+export const DeepHealth = z
+  .object({
+    ok: z.boolean().openapi({ description: 'The database answered and its schema is the one this skiplock needs (or newer)' }),
+    database: z.enum(['up', 'down']),
+    schema: z
+      .object({
+        applied: z.number().int().nullable().openapi({ description: 'The newest migration the database has applied (null: none)' }),
+        expected: z.number().int().openapi({ description: 'The newest migration this skiplock ships' }),
+        missing: z.array(z.number().int()).openapi({ description: 'Bundled migrations the database lacks' }),
+        state: z.enum(['current', 'missing', 'older', 'newer']),
+      })
+      .nullable()
+      .openapi({ description: 'Null when the database did not answer' }),
+  })
+  .openapi('DeepHealth');
+
 export const ErrorBody = z
   .object({
     error: z.object({
@@ -291,6 +307,8 @@ export const ErrorBody = z
         'not_found',
         'conflict',
         'payload_too_large',
+        'not_configured',
+        'not_migrated',
         'internal',
       ]),
       message: z.string(),
@@ -305,6 +323,7 @@ const ERROR_DESCRIPTIONS = {
   404: 'not_found',
   409: 'conflict: the job is not in a state that allows this',
   413: 'payload_too_large',
+  503: 'not_configured (API_TOKEN or another secret missing or too short) or not_migrated (run `npx skiplock migrate`, or pass `autoMigrate`)',
 } as const;
 
 /** The error responses of a route, for the OpenAPI document. */

@@ -2,6 +2,7 @@
  * Tick options from environment variables, shared by the platform adapters. Platforms hand
  * variables over as strings (Vercel, Node) or as JSON values (wrangler `[vars]`), so both are read.
  */
+import { secretProblem } from '../http/secrets.ts';
 import type { TickOptions } from '../runtime/tick.ts';
 import { databaseUrlProblem, describeConnectionError } from '../store/drivers/database-url.ts';
 
@@ -42,6 +43,13 @@ export function portFromEnv(value: string | undefined, fallback: number, name = 
 export function requiredEnv(value: string | undefined, name: string): string {
   if (!value) throw new ConfigError(`${name} is not set`);
   return value;
+}
+
+/** A secret (API_TOKEN, CRON_SECRET, METRICS_TOKEN): refused when required and unset, or under 16 characters. */
+export function secretFromEnv(value: string | undefined, name: string, required: boolean): string | undefined {
+  const problem = secretProblem({ name, value, required }, 'node');
+  if (problem) throw new ConfigError(problem);
+  return value || undefined;
 }
 
 /** A PostgreSQL connection string from `name`, refused with one clear line when it cannot be one. */

@@ -11,6 +11,7 @@ import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
 import { msUntilNextWork } from '../store/wakeup.ts';
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
 import { mapJob, toBool } from '../store/rows.ts';
+import { isNotMigratedText, type SchemaStatus } from '../store/schema.ts';
 import type { Sql, Statement } from '../store/sql.ts';
 import { createAdminOperations, isJobId, type AdminOperations } from './admin.ts';
 import { enqueueJobs, prepareEnqueue, type EnqueueInput, type EnqueueResult } from './enqueue.ts';
@@ -20,6 +21,7 @@ import { createRegistry, type Task, type TaskRegistry } from './task.ts';
 import type { EnqueueInputOf, TaskList } from './task-types.ts';
 import { consoleLog, warnOnceWith, type Logger } from './log.ts';
 import { flowLimits } from './flow-key.ts';
+import { createSchemaCheck, isNotMigrated } from './schema-check.ts';
 import { createFlowOperations, type FlowOperations } from './flow-status.ts';
 import { TICK_DEFAULTS, tick, type TickOptions } from './tick.ts';
 import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
@@ -187,13 +189,24 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
    * nothing, and lists each job whose next run would fail, and why. For CI before a deploy.
    */
   checkReplay(input?: CheckReplayInput): Promise<CheckReplayResult>;
+  /**
+   * Rejects with SkiplockError `not_migrated` (naming `npx skiplock migrate` and `autoMigrate`)
+   * while the database lacks a migration this skiplock ships. One statement per instance once the
+   * schema is current (read again only after a statement fails on a missing table or column).
+   */
+  ensureSchema(): Promise<void>;
+  /** The database's schema against this skiplock's: applied, expected, missing (one statement). */
+  schemaStatus(): Promise<SchemaStatus>;
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
-  const sql = config.autoMigrate ? migratingFirst(config.sql, config.autoMigrate) : config.sql;
+  const log = config.log ?? consoleLog;
+  const unguarded = config.autoMigrate ? migratingFirst(config.sql, config.autoMigrate) : config.sql;
+  const schema = createSchemaCheck(unguarded, log);
+  // A statement failing on a missing table, function or column becomes not_migrated, with the fix.
+  const sql = schema.guard(unguarded);
   const registry = createRegistry(config.tasks);
   const now = (): Clock => config.now?.() ?? null;
-  const log = config.log ?? consoleLog;
   const tickMetrics = createTickMetrics();
   const warnOnce = warnOnceWith(log);
   const staticSchedules = (config.schedules ?? []).map((s) => s.name);
@@ -211,9 +224,27 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     const [row] = await sql.query(getJob({ id }));
     return row ? mapJob(row) : undefined;
   };
+  // An unmigrated database fails every poll of every tick the same way: said once per instance.
+  let notMigratedSaid = false;
+  const sayNotMigrated = (text: string) => {
+    if (notMigratedSaid) return false;
+    notMigratedSaid = true;
+    log('error', text);
+    return true;
+  };
+  const tickLog: Logger = (level, message, fields) => {
+    const error = fields?.error;
+    if (typeof error === 'string' && isNotMigratedText(error)) sayNotMigrated(error.replace(/^SkiplockError: /, ''));
+    else log(level, message, fields);
+  };
   const runTick = async (options?: TickOptions) => {
-    const deps = { sql, now, log, warnOnce, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, staticSchedules, housekeeping, tracing: await tracing() };
-    return tickMetrics.measure(() => tick(deps, { ...config.tick, ...options }));
+    const deps = { sql, now, log: tickLog, warnOnce, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, staticSchedules, housekeeping, tracing: await tracing() };
+    try {
+      return await tickMetrics.measure(() => tick(deps, { ...config.tick, ...options }));
+    } catch (error) {
+      if (isNotMigrated(error)) sayNotMigrated((error as Error).message);
+      throw error;
+    }
   };
 
   const prune = async (options: RetentionOptions = {}) => {
@@ -280,6 +311,8 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
       return { text, values };
     },
     migrate: (migrations) => migrate(config.sql, migrations),
+    ensureSchema: schema.ensure,
+    schemaStatus: schema.status,
     tickTotals: tickMetrics.totals,
     ...createAdminOperations(sql, now, registry),
     ...createRestart(sql, now, registry),

@@ -54,7 +54,7 @@ async function startDev(cwd: string): Promise<Dev> {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`skiplock dev did not get ready:\n${output}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  const variables = Object.fromEntries([...output.matchAll(/^ {2}(DATABASE_URL|NEON_FETCH_ENDPOINT|NEON_WS_PROXY)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+  const variables = Object.fromEntries([...output.matchAll(/^(API_TOKEN|DATABASE_URL|NEON_FETCH_ENDPOINT|NEON_WS_PROXY)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
   return { child, output: () => output, variables, exited };
 }
 
@@ -76,9 +76,13 @@ test('skiplock dev: PostgreSQL migrated, the Neon proxy, the variables; SIGINT s
   await chmod(project, 0o755); // as root, the postgres user must reach .skiplock/postgres
 
   const dev = await startDev(project);
-  expect(Object.keys(dev.variables).sort()).toEqual(['DATABASE_URL', 'NEON_FETCH_ENDPOINT', 'NEON_WS_PROXY']);
+  expect(Object.keys(dev.variables).sort()).toEqual(['API_TOKEN', 'DATABASE_URL', 'NEON_FETCH_ENDPOINT', 'NEON_WS_PROXY']);
+  // A generated API_TOKEN, long enough for the 16-character minimum, kept for the next run.
+  expect(dev.variables.API_TOKEN!.length).toBeGreaterThanOrEqual(32);
+  expect((await readFile(join(project, '.skiplock/api-token'), 'utf8')).trim()).toBe(dev.variables.API_TOKEN);
+  expect(dev.output()).toContain('# ---- skiplock dev ----');
   expect(await readFile(join(project, '.skiplock/dev.env'), 'utf8')).toBe(
-    `DATABASE_URL=${dev.variables.DATABASE_URL}\nNEON_FETCH_ENDPOINT=${dev.variables.NEON_FETCH_ENDPOINT}\nNEON_WS_PROXY=${dev.variables.NEON_WS_PROXY}\n`,
+    `API_TOKEN=${dev.variables.API_TOKEN}\nDATABASE_URL=${dev.variables.DATABASE_URL}\nNEON_FETCH_ENDPOINT=${dev.variables.NEON_FETCH_ENDPOINT}\nNEON_WS_PROXY=${dev.variables.NEON_WS_PROXY}\n`,
   );
 
   const sql = createPgDriver(dev.variables.DATABASE_URL!, { max: 1 });
@@ -104,6 +108,7 @@ test('skiplock dev: PostgreSQL migrated, the Neon proxy, the variables; SIGINT s
   // The data stays: a second run finds the database migrated and applies nothing.
   const again = await startDev(project);
   expect(again.output()).not.toContain('applied migrations');
+  expect(again.variables.API_TOKEN).toBe(dev.variables.API_TOKEN);
   again.child.kill('SIGINT');
   expect(await again.exited).toBe(0);
 });

@@ -82,22 +82,23 @@ describe('GET /metrics', () => {
 });
 
 describe('GET /healthz', () => {
-  test('200 {ok: true} when the database answers, with no token', async () => {
+  test('200 {ok: true}: liveness, with no token', async () => {
     const res = await t.call('GET', '/healthz', { token: null });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ ok: true });
   });
 
-  test('503 {ok: false} when it does not (a database nobody listens on)', async () => {
+  test('liveness answers 200 without the database; ?deep=1 answers 503 {ok: false, database: down} when it does not answer', async () => {
     const sql = createPgDriver('postgres://nobody:nothing@127.0.0.1:1/none', { connectionTimeoutMillis: 2000 });
     const app = createApp({ skiplock: createSkiplock({ sql, tasks: exampleTasks, log: () => {} }), apiToken: API_TOKEN });
     const errors: unknown[] = [];
     const original = console.error;
     console.error = (...args: unknown[]) => errors.push(args);
     try {
-      const res = await app.request('/healthz');
+      expect((await app.request('/healthz')).status).toBe(200);
+      const res = await app.request('/healthz?deep=1', { headers: { authorization: `Bearer ${API_TOKEN}` } });
       expect(res.status).toBe(503);
-      expect(await res.json()).toEqual({ ok: false });
+      expect(await res.json()).toEqual({ ok: false, database: 'down', schema: null });
       // Other routes fail as 500 with the error shape, never leaking the cause.
       const stats = await app.request('/v1/stats', { headers: { authorization: `Bearer ${API_TOKEN}` } });
       expect(stats.status).toBe(500);
@@ -192,7 +193,7 @@ describe('limits and unknown routes', () => {
   });
 
   test('createApp refuses an empty API token', () => {
-    expect(() => createApp({ skiplock: t.skiplock, apiToken: '' })).toThrow(/apiToken/);
+    expect(() => createApp({ skiplock: t.skiplock, apiToken: '' })).toThrow(/API_TOKEN is not set/);
   });
 });
 

@@ -103,7 +103,7 @@ test('a TICK_CONCURRENCY that can take every connection is warned about when the
   const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
   try {
     const deploymentFor = createDeployments({ tasks: [] });
-    const env = (vars: Record<string, string>) => ({ DATABASE_URL: 'postgres://u:p@db.example/x', API_TOKEN: 't', ...vars }) as Env;
+    const env = (vars: Record<string, string>) => ({ DATABASE_URL: 'postgres://u:p@db.example/x', API_TOKEN: 'connections-token-0123456789', ...vars }) as Env;
     deploymentFor(env({}));
     deploymentFor(env({ TICK_CONCURRENCY: '5' }));
     expect(warn).not.toHaveBeenCalled();

@@ -8,6 +8,7 @@ import { createSkiplock } from '../../src/index.ts';
 import { migrations } from '../../src/migrations.ts';
 import { createPgDriver } from '../../src/pg.ts';
 import { loadMigrations } from '../../src/store/migrations-fs.ts';
+import { MIGRATION_IDS, SCHEMA_VERSION } from '../../src/store/schema-version.ts';
 import type { Sql } from '../../src/store/sql.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
@@ -18,6 +19,9 @@ afterAll(() => db?.drop());
 
 test('the migrations as data are the files of migrations/', async () => {
   expect(migrations, 'src/store/migrations-data.ts is stale: npm run migrations:data').toEqual(await loadMigrations());
+  // The schema check's ids (src/store/schema-version.ts) come from the same files.
+  expect(MIGRATION_IDS, 'src/store/schema-version.ts is stale: npm run migrations:data').toEqual(migrations.map((m) => m.id));
+  expect(SCHEMA_VERSION).toBe(migrations.at(-1)!.id);
 });
 
 test('eight cold instances enqueue at once on an empty database: the schema is created once, every enqueue succeeds', async () => {

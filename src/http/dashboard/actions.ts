@@ -8,6 +8,7 @@ import type { NoticeCode } from './notice.ts';
 import { loginBody } from './pages/login.ts';
 import { action, errorBody, localPath, respond, withQuery, type DashboardDeps } from './respond.ts';
 import { layout } from './layout.ts';
+import { clientAddress } from './login-throttle.ts';
 import { comesFromThisSite } from './session.ts';
 
 export function loginForm(deps: DashboardDeps): Handler {
@@ -25,7 +26,18 @@ export function login(deps: DashboardDeps): Handler {
     const form = await c.req.parseBody();
     const next = localPath(typeof form.next === 'string' ? form.next : undefined);
     const token = typeof form.token === 'string' ? form.token : '';
-    if (!(await deps.sessions.isApiToken(token))) return respond(c, 401, (nonce) => layout({ title: 'Sign in', nonce }, loginBody(next, true)));
+    const client = clientAddress((name) => c.req.header(name));
+    const waitMs = deps.loginThrottle.waitMs(client);
+    if (waitMs > 0) {
+      const seconds = Math.ceil(waitMs / 1000);
+      c.header('Retry-After', String(seconds));
+      return respond(c, 429, (nonce) => layout({ title: 'Sign in', nonce }, loginBody(next, `Too many failed sign-ins: try again in ${seconds} s.`)));
+    }
+    if (!(await deps.sessions.isApiToken(token))) {
+      deps.loginThrottle.failed(client);
+      return respond(c, 401, (nonce) => layout({ title: 'Sign in', nonce }, loginBody(next, true)));
+    }
+    deps.loginThrottle.succeeded(client);
     await deps.sessions.start(c);
     return c.redirect(next, 303);
   };

@@ -10,12 +10,15 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { SkiplockError } from '../../core/errors.ts';
 import type { RouteDeps } from '../app-types.ts';
 import { STATUS_OF } from '../errors.ts';
+import type { LoginThrottle } from './login-throttle.ts';
 import type { Html } from './format.ts';
 import { layout, type Section } from './layout.ts';
 import type { DashboardSessions } from './session.ts';
 
 export interface DashboardDeps extends RouteDeps {
   sessions: DashboardSessions;
+  /** Failed logins of this instance, to slow down guessing (login-throttle.ts). */
+  loginThrottle: LoginThrottle;
 }
 
 /** What a page handler gets. */
@@ -42,6 +45,7 @@ export function page(deps: DashboardDeps, render: (request: PageRequest) => Prom
     const csrf = await deps.sessions.csrfToken(session);
     let result: PageResult;
     try {
+      await deps.skiplock.ensureSchema(); // not migrated: a 503 page naming the fix
       // Ages ("3 min ago", a silent schedule) are measured on the database's clock, like everything else.
       result = await render({ c, csrf, now: (await deps.skiplock.currentTime()).getTime() });
     } catch (error) {

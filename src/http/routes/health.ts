@@ -1,7 +1,13 @@
-/** GET /healthz: open to all, for load balancers and uptime checks. */
-import { createRoute } from '@hono/zod-openapi';
+/**
+ * GET /healthz: liveness, open to all, with no statement (a load balancer's probe must not keep
+ * a serverless database awake, nor let strangers make it work). GET /healthz?deep=1 with the API
+ * token: the database and its schema version (applied vs this skiplock's).
+ */
+import { createRoute, z } from '@hono/zod-openapi';
+import { SkiplockError } from '../../core/errors.ts';
 import type { App, RouteDeps } from '../app-types.ts';
-import { Health, jsonContent } from '../schemas.ts';
+import { bearerToken, safeEqual } from '../auth.ts';
+import { bearerSecurity, DeepHealth, errorResponses, Health, jsonContent } from '../schemas.ts';
 
 /** A database that does not answer within this is down, as far as a health check can tell. */
 export const HEALTH_TIMEOUT_MS = 5_000;
@@ -9,27 +15,34 @@ export const HEALTH_TIMEOUT_MS = 5_000;
 const healthRoute = createRoute({
   method: 'get',
   path: '/healthz',
-  summary: 'Whether the database answers (no auth)',
+  summary: 'Liveness (no auth, no database); ?deep=1 with the API token: the database and its schema',
   tags: ['operations'],
+  request: { query: z.object({ deep: z.enum(['0', '1', 'true', 'false']).optional() }) },
   responses: {
-    200: jsonContent(Health, 'The database answered'),
-    503: jsonContent(Health, `The database failed or did not answer within ${HEALTH_TIMEOUT_MS / 1000} s`),
+    200: jsonContent(z.union([Health, DeepHealth]), 'Alive; with ?deep=1: the database answered and has the schema this skiplock needs'),
+    503: jsonContent(DeepHealth, `?deep=1: the database failed, did not answer within ${HEALTH_TIMEOUT_MS / 1000} s, or lacks migrations`),
+    ...errorResponses(401),
   },
+  security: [{}, ...bearerSecurity],
 });
 
-export function registerHealthRoutes(app: App, { skiplock }: RouteDeps): void {
+export function registerHealthRoutes(app: App, { skiplock, apiToken }: RouteDeps): void {
   app.openapi(healthRoute, async (c) => {
+    const { deep } = c.req.valid('query');
+    if (deep !== '1' && deep !== 'true') return c.json({ ok: true }, 200);
+    const token = bearerToken(c.req.header('authorization'));
+    if (token === undefined || !(await safeEqual(token, apiToken))) throw new SkiplockError('unauthorized', 'GET /healthz?deep=1 needs Authorization: Bearer <API_TOKEN>');
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      await Promise.race([
-        skiplock.ping(),
-        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`)), HEALTH_TIMEOUT_MS))),
+      const schema = await Promise.race([
+        skiplock.schemaStatus(),
+        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`)), HEALTH_TIMEOUT_MS))),
       ]);
-      return c.json({ ok: true }, 200);
+      const ok = schema.state === 'current' || schema.state === 'newer';
+      return c.json({ ok, database: 'up' as const, schema }, ok ? 200 : 503);
     } catch (error) {
-      // The cause goes to the log, not to an unauthenticated caller.
       console.error('[skiplock] health check failed', error);
-      return c.json({ ok: false }, 503);
+      return c.json({ ok: false, database: 'down' as const, schema: null }, 503);
     } finally {
       clearTimeout(timer);
     }

@@ -19,7 +19,7 @@
  *   hence TICK_CONCURRENCY defaults to 5 here (WORKER_CONCURRENCY). A Durable Object's alarm and
  *   its requests share one such context.
  */
-import { createApp, longestJobTimeoutMs } from '../../http/app.ts';
+import { createAppOrNotice, longestJobTimeoutMs } from '../../http/app.ts';
 import type { App } from '../../http/app-types.ts';
 import { mount, type Mounted } from '../../http/mount.ts';
 import type { Schedule } from '../../runtime/schedule-definition.ts';
@@ -38,6 +38,8 @@ export interface Env extends TickEnv {
   API_TOKEN: string;
   /** Secret, optional: also accepted on /v1/tick. */
   CRON_SECRET?: string;
+  /** Secret, optional: a read-only token accepted on /metrics only. */
+  METRICS_TOKEN?: string;
   /**
    * Handlers running at once per tick. Default 5 (WORKER_CONCURRENCY): Cloudflare gives an
    * invocation 6 connections, and the tick's own statements need one while handlers hold the rest.
@@ -115,10 +117,13 @@ function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sql
   }
   const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
   const skiplock = createSkiplock<Tasks>({ ...config, sql });
-  const app = createApp({
+  // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the rest of the Worker works.
+  const app = createAppOrNotice({
     skiplock,
     apiToken: env.API_TOKEN,
     cronSecret: env.CRON_SECRET,
+    metricsToken: env.METRICS_TOKEN,
+    platform: 'cloudflare',
     tick: httpTick,
     maxJobTimeoutMs,
     // The new job starts now; in alarm mode the Durable Object is also woken to follow up (retries, delays).

@@ -5,7 +5,8 @@
  */
 import { serve } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
-import { createApp } from '../../http/app.ts';
+import { createAppOrNotice } from '../../http/app.ts';
+import { isNotMigrated } from '../../runtime/schema-check.ts';
 import type { Skiplock } from '../../runtime/skiplock.ts';
 import type { TickOptions } from '../../runtime/tick.ts';
 
@@ -15,6 +16,8 @@ export interface NodeRunnerOptions {
   apiToken: string;
   /** Also accepted on /v1/tick. Default: none. */
   cronSecret?: string;
+  /** A read-only token accepted on /metrics only. Default: none. */
+  metricsToken?: string;
   /** Port to listen on; 0 picks a free one. Default 8787. */
   port?: number;
   /** Address to listen on. Default '127.0.0.1'. */
@@ -44,10 +47,13 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
   const shutdown = new AbortController();
   const stopping = { signal: shutdown.signal, drainMs: options.drainMs ?? 10_000 };
   const background = new Set<Promise<unknown>>();
-  const app = createApp({
+  // A missing or short secret: the routes answer 503 naming it, and the loop still ticks.
+  const app = createAppOrNotice({
     skiplock,
     apiToken: options.apiToken,
     cronSecret: options.cronSecret,
+    metricsToken: options.metricsToken,
+    platform: 'node',
     tick: { ...options.tick, budgetMs: options.requestTickBudgetMs ?? 30_000, ...stopping },
     // Node keeps running after the response; the runner only remembers the tick so that stop() waits for it.
     runInBackground: (work) => {
@@ -66,7 +72,7 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
   const loop = (async () => {
     while (!shutdown.signal.aborted) {
       await skiplock.tick({ pollIntervalMs: 1_000, ...options.tick, budgetMs: LOOP_BUDGET_MS, untilIdle: true, ...stopping })
-        .catch((error: unknown) => console.error('[skiplock] tick failed', error));
+        .catch((error: unknown) => isNotMigrated(error) || console.error('[skiplock] tick failed', error)); // not_migrated: logged once by the tick
       await sleep(options.intervalMs ?? 1_000, shutdown.signal);
     }
   })();

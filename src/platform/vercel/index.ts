@@ -7,7 +7,7 @@
  * API_TOKEN, CRON_SECRET, TICK_* (read on the first request).
  */
 import { waitUntil } from '@vercel/functions';
-import { createApp, longestJobTimeoutMs } from '../../http/app.ts';
+import { createAppOrNotice, longestJobTimeoutMs } from '../../http/app.ts';
 import { mount, type Mounted } from '../../http/mount.ts';
 import { createSkiplock, type Skiplock, type SkiplockConfig } from '../../runtime/skiplock.ts';
 import type { TaskList } from '../../runtime/task-types.ts';
@@ -20,6 +20,7 @@ export interface VercelEnv {
   DATABASE_URL?: string;
   API_TOKEN?: string;
   CRON_SECRET?: string;
+  METRICS_TOKEN?: string;
   TICK_BUDGET_MS?: string;
   TICK_CONCURRENCY?: string;
   TICK_POLL_INTERVAL_MS?: string;
@@ -92,14 +93,16 @@ function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, max
   const { maxDuration: _, basePath, sql: sqlFor, env: givenEnv, ...config } = options;
   const env = givenEnv ?? (process.env as VercelEnv);
   if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
-  if (!env.API_TOKEN) throw new Error('API_TOKEN is not set');
   const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL!, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
   const skiplock = createSkiplock<Tasks>({ ...config, sql });
   const tick = tickOptionsFromEnv(env, { budgetMs: maxDuration * 1000 - HEADROOM_MS, pollIntervalMs: 1_000 });
-  const app = createApp({
+  // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the project's other routes work.
+  const app = createAppOrNotice({
     skiplock,
-    apiToken: env.API_TOKEN,
+    apiToken: env.API_TOKEN ?? '',
     cronSecret: env.CRON_SECRET,
+    metricsToken: env.METRICS_TOKEN,
+    platform: 'vercel',
     tick,
     maxJobTimeoutMs: longestJobTimeoutMs(tick), // every tick here has this budget: a longer job is refused at enqueue
     runInBackground: (work) => waitUntil(work),

@@ -52,6 +52,18 @@ export function databaseUrlProblem(value: string, name = 'DATABASE_URL'): string
   return `${name} is not a PostgreSQL URL (postgres://user:password@host:port/database): got ${JSON.stringify(redact(value))}`;
 }
 
+/**
+ * Refuses, when a driver is created, what cannot be a connection string: `undefined` (an unset
+ * `process.env.DATABASE_URL!`) or text that is not a PostgreSQL URL. Without it the first
+ * statement fails with "Cannot read properties of undefined" or "getaddrinfo ENOTFOUND base".
+ */
+export function checkConnectionString(value: unknown, driver: string): asserts value is string {
+  if (typeof value !== 'string' || value.trim() === '')
+    throw new TypeError(`${driver}: no connection string (got ${value === '' ? 'an empty string' : String(value)}): is DATABASE_URL set?`);
+  const problem = databaseUrlProblem(value, 'the connection string');
+  if (problem) throw new TypeError(`${driver}: ${problem}`);
+}
+
 const NETWORK_REASONS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
   ENOTFOUND: 'host not found',

@@ -1,5 +1,6 @@
 import { neon, neonConfig } from '@neondatabase/serverless';
 import type { Row, Sql, Statement } from '../sql.ts';
+import { checkConnectionString } from './database-url.ts';
 
 export interface NeonHttpOptions {
   /** Overrides Neon's HTTPS endpoint, e.g. the local proxy's `http://127.0.0.1:PORT/sql`. */
@@ -8,6 +9,7 @@ export interface NeonHttpOptions {
 
 /** Neon's HTTP driver: one HTTPS request per statement or batch, no connection to hold. */
 export function createNeonHttpDriver(connectionString: string, options: NeonHttpOptions = {}): Sql {
+  checkConnectionString(connectionString, 'createNeonHttpDriver');
   // neon() reads fetchEndpoint from the global config; only the local stack sets it.
   if (options.fetchEndpoint) neonConfig.fetchEndpoint = options.fetchEndpoint;
   const sql = neon(connectionString);

@@ -1,5 +1,6 @@
 import { Pool, neonConfig } from '@neondatabase/serverless';
 import type { Sql } from '../sql.ts';
+import { checkConnectionString } from './database-url.ts';
 import { createPoolDriver, type PgPoolLike } from './pool.ts';
 
 export interface NeonWsOptions {
@@ -13,6 +14,7 @@ export interface NeonWsOptions {
 
 /** Neon's WebSocket Pool: the `pg` protocol over a WebSocket, so the `pg` driver code applies. */
 export function createNeonWsDriver(connectionString: string, options: NeonWsOptions = {}): Sql {
+  checkConnectionString(connectionString, 'createNeonWsDriver');
   if (options.webSocketConstructor) neonConfig.webSocketConstructor = options.webSocketConstructor as never;
   if (options.wsProxy) {
     neonConfig.wsProxy = options.wsProxy;

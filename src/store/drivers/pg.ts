@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Sql } from '../sql.ts';
-import { pgUrlOptions } from './database-url.ts';
+import { checkConnectionString, pgUrlOptions } from './database-url.ts';
 import { createPoolDriver, type PgPoolLike } from './pool.ts';
 
 /**
@@ -26,7 +26,8 @@ export interface PgPoolOptions {
  */
 export function createPgDriver(poolOrUrl: PgPoolLike | string, options: PgPoolOptions = {}): Sql {
   const { preparedStatements, ...poolOptions } = options;
-  if (typeof poolOrUrl !== 'string') return createPoolDriver(poolOrUrl, false, { preparedStatements });
+  if (typeof poolOrUrl === 'object' && poolOrUrl !== null) return createPoolDriver(poolOrUrl, false, { preparedStatements });
+  checkConnectionString(poolOrUrl, 'createPgDriver');
   const pool = new pg.Pool({ ...pgUrlOptions(poolOrUrl), ...poolOptions });
   // An idle client dropped by the server must not crash the process; the next query reconnects.
   pool.on('error', () => {});
