@@ -14,6 +14,7 @@ import { onShutdownSignal } from '../platform/node/signals.ts';
 import { migrate } from '../store/migrate.ts';
 import { migrations } from '../store/migrations-data.ts';
 import { statement, type Sql } from '../store/sql.ts';
+import { portInUse } from './ports.ts';
 import { inOwnProcessGroup } from './process-group.ts';
 
 export const DEV_USAGE = `usage: skiplock dev [--dir DIR] [--pg-port N] [--proxy-port N]
@@ -61,6 +62,13 @@ export async function runDev(argv: readonly string[]): Promise<number> {
   const pgPort = port(values['pg-port'], DEFAULT_PG_PORT, '--pg-port');
   const proxyPort = port(values['proxy-port'], DEFAULT_PROXY_PORT, '--proxy-port');
   if (pgPort === undefined || proxyPort === undefined) return 2;
+  // Before anything starts or is written: the fixed defaults collide with a second project's `skiplock dev`.
+  for (const [flag, value] of [['--pg-port', pgPort], ['--proxy-port', proxyPort]] as const) {
+    if (value !== 0 && (await portInUse(value))) {
+      process.stderr.write(`skiplock dev: port ${value} is in use (another skiplock dev?): stop it, or pass ${flag} 0 to pick a free one\n`);
+      return 1;
+    }
+  }
 
   // A terminal's Ctrl-C reaches the whole foreground process group, PostgreSQL included; the
   // stack runs in a group of its own so that it stops PostgreSQL itself, in order (process-group.ts).

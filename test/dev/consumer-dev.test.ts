@@ -113,24 +113,56 @@ test('skiplock dev: PostgreSQL migrated, the Neon proxy, the variables; SIGINT s
   expect(await again.exited).toBe(0);
 });
 
-test('a start that fails stops what it started and exits 1 (it does not hang)', async () => {
+test('a port in use: one line naming it and the option that avoids it; the data directory untouched', async () => {
   const busy = createServer();
   await new Promise<void>((done) => busy.listen(0, '127.0.0.1', done));
   const { port } = busy.address() as AddressInfo;
+  const other = await mkdtemp(join(tmpdir(), 'skiplock-dev-busy-'));
   try {
-    const child = spawnDev(project, ['--pg-port', '0', '--proxy-port', String(port)]);
-    let output = '';
-    child.stderr!.on('data', (chunk) => (output += chunk));
-    const code = await new Promise<number | null>((done) => {
-      const timer = setTimeout(() => done(-1), 30_000);
-      child.on('exit', (exitCode) => (clearTimeout(timer), done(exitCode)));
-    });
-    expect(output).toContain('[skiplock dev] failed:');
-    expect(code).toBe(1);
-    // PostgreSQL had started (before the proxy) and was stopped cleanly: it removes its postmaster.pid.
-    expect(existsSync(join(project, '.skiplock/postgres/PG_VERSION'))).toBe(true);
-    expect(existsSync(join(project, '.skiplock/postgres/postmaster.pid'))).toBe(false);
+    for (const [flag, args] of [
+      ['--pg-port', ['--pg-port', String(port), '--proxy-port', '0']],
+      ['--proxy-port', ['--pg-port', '0', '--proxy-port', String(port)]],
+    ] as const) {
+      const { code, output } = await runToExit(spawnDev(other, [...args]));
+      expect(code).toBe(1);
+      expect(output.trim().split('\n'), output).toHaveLength(1);
+      expect(output).toContain(`port ${port} is in use`);
+      expect(output).toContain(`${flag} 0`);
+      expect(existsSync(join(other, '.skiplock/postgres')), output).toBe(false);
+    }
   } finally {
     busy.close();
+    await rm(other, { recursive: true, force: true });
   }
 });
+
+test('a start that fails stops what it started and exits 1 (it does not hang)', async () => {
+  // PostgreSQL starts, then the migrations refuse the database (an applied one was changed).
+  const dev = await startDev(project);
+  const sql = createPgDriver(dev.variables.DATABASE_URL!, { max: 1 });
+  try {
+    await sql.query(statement(`UPDATE skiplock.migration SET checksum = 'changed' WHERE id = $1`, [migrations[0]!.id]));
+  } finally {
+    await sql.close();
+  }
+  dev.child.kill('SIGINT');
+  expect(await dev.exited).toBe(0);
+
+  const { code, output } = await runToExit(spawnDev(project, ['--pg-port', '0', '--proxy-port', '0']));
+  expect(output).toContain('[skiplock dev] failed:');
+  expect(code).toBe(1);
+  // PostgreSQL had started (before the migrations) and was stopped cleanly: it removes its postmaster.pid.
+  expect(existsSync(join(project, '.skiplock/postgres/PG_VERSION'))).toBe(true);
+  expect(existsSync(join(project, '.skiplock/postgres/postmaster.pid'))).toBe(false);
+});
+
+/** Waits (30 s at most) for a run that should fail: its exit code and what it wrote to stderr. */
+async function runToExit(child: ChildProcess): Promise<{ code: number | null; output: string }> {
+  let output = '';
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const code = await new Promise<number | null>((done) => {
+    const timer = setTimeout(() => done(-1), 30_000);
+    child.on('exit', (exitCode) => (clearTimeout(timer), done(exitCode)));
+  });
+  return { code, output };
+}

@@ -3,7 +3,9 @@
  * kept in a 0600 file beside the directory, checked with SCRAM, and reused when the same directory
  * starts again. A directory made before this (fixed password `skiplock`) is moved over on start.
  */
-import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -89,4 +91,44 @@ test('a directory made with the old fixed password gets a random one and SCRAM o
   expect(await login(server.url)).toBe('ok');
   expect(await login(server.url, 'skiplock')).toBe('28P01');
   expect(await readFile(hba, 'utf8')).not.toMatch(/\spassword\s*$/m);
+});
+
+test('a second start of a running directory is refused in one line, and the running one is untouched', async () => {
+  const error = await startLocalPostgres({ dir }).then(() => undefined, (e: unknown) => e as Error);
+  expect(error?.message).toMatch(/^PostgreSQL is already running in .* \(PID \d+\): stop that one first$/);
+  expect(await login(server!.url)).toBe('ok');
+});
+
+test('a port in use is refused before the data directory is touched, in one line naming the port', async () => {
+  const busy = createServer();
+  await new Promise<void>((done) => busy.listen(0, '127.0.0.1', done));
+  const { port } = busy.address() as AddressInfo;
+  const fresh = join(root, 'busy-port');
+  try {
+    const error = await startLocalPostgres({ dir: fresh, port }).then(() => undefined, (e: unknown) => e as Error);
+    expect(error?.message).toMatch(new RegExp(`^port ${port} is in use`));
+    expect(error?.message).not.toContain('\n');
+  } finally {
+    busy.close();
+  }
+  expect(existsSync(fresh)).toBe(false);
+  expect(existsSync(`${fresh}.password`)).toBe(false);
+});
+
+test('a fresh directory whose first start fails is not left half-initialised: the next start works', async () => {
+  const fresh = join(root, 'first-start-fails');
+  // initdb succeeds, the server then refuses to start (the failure "Address already in use" gave).
+  const error = await startLocalPostgres({ dir: fresh, settings: { max_connections: 'none' } }).then(() => undefined, (e: unknown) => e as Error);
+  expect(error?.message).toContain('PostgreSQL did not start');
+  expect(error?.message).not.toMatch(/initdb|Success\. You can now start/); // the server's output, not initdb's
+  expect(existsSync(fresh)).toBe(false);
+  expect(existsSync(`${fresh}.password`)).toBe(false);
+  expect((await readdir(root)).filter((name) => name.includes('first-start-fails'))).toEqual([]);
+
+  const started = await startLocalPostgres({ dir: fresh, persistent: false });
+  try {
+    expect(await login(started.url)).toBe('ok');
+  } finally {
+    await started.stop();
+  }
 });

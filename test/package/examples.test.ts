@@ -10,6 +10,7 @@
  * It prints the figures the README quotes: tarball size, Worker size, cold import time.
  */
 import { spawn } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,7 +19,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { statement } from '../../src/store/sql.ts';
-import { BIN, installExample, NODE, pack, removeDir, sh, type PackedPackage } from './install.ts';
+import { absoluteLinks, README_REF } from '../../src/dev/packed-readme.ts';
+import { linkTargets } from '../docs/links.ts';
+import { BIN, installExample, NODE, pack, removeDir, ROOT, sh, type PackedPackage } from './install.ts';
 
 /**
  * The minimal Worker must not grow unnoticed. The README once said 233 KiB; the repository's
@@ -84,6 +87,20 @@ describe('the tarball', () => {
       expect(map.sourcesContent?.length, file).toBe(map.sources.length);
       expect(map.sourcesContent!.every((text) => typeof text === 'string' && text.length > 0), file).toBe(true);
     }
+  });
+
+  test("its README's links work outside the repository; the repository's README is left as it was", async () => {
+    const repositoryReadme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const shipped = await readFile(join(packed.dir, 'package', 'README.md'), 'utf8');
+    expect(packed.manifest.repository).toEqual({ type: 'git', url: 'git+https://github.com/skiplock/skiplock.git' });
+    expect(shipped).toBe(absoluteLinks(repositoryReadme, {
+      repository: 'https://github.com/skiplock/skiplock',
+      ref: README_REF,
+      isDirectory: (path) => existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isDirectory(),
+    }));
+    expect(linkTargets(shipped).filter((t) => !/^(https:\/\/|#)/.test(t))).toEqual([]);
+    expect(linkTargets(repositoryReadme).some((t) => t.startsWith('docs/'))).toBe(true);
+    expect(existsSync(join(ROOT, 'README.repository.md'))).toBe(false);
   });
 
   test('skiplock/client loads nothing but its own modules', async () => {

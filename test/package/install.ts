@@ -44,7 +44,7 @@ export interface PackedPackage {
   size: number;
   /** Paths inside the package. */
   files: string[];
-  manifest: { name: string; private?: boolean; dependencies?: Record<string, string>; exports?: Record<string, unknown>; bin?: unknown; files?: string[] };
+  manifest: { name: string; private?: boolean; repository?: unknown; dependencies?: Record<string, string>; exports?: Record<string, unknown>; bin?: unknown; files?: string[] };
   dir: string;
 }
 
