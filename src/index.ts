@@ -20,6 +20,8 @@ export { defineTask, type StepContext, type Task, type TaskContext, type TaskDef
 export type { AnyTask, EnqueueInputOf, Register, RegisteredTaskName, RegisteredTasks, EnqueueOptions, TaskList, TaskMap, TaskName, TaskPayload, TaskPayloadOutput } from './runtime/task-types.ts';
 export type { EnqueueInput, EnqueueResult } from './runtime/enqueue.ts';
 export type { TickOptions } from './runtime/tick.ts';
+export type { TickIfDueOptions, TickIfDueResult, WakeDriver } from './runtime/wake.ts';
+export { createMemoryWakeStore, shouldTick, type WakeDecision, type WakeReason, type WakeState, type WakeStore } from './runtime/wake-state.ts';
 export type { ActivityMinute, CancelResult, JobPage, JobStats, ListJobsOptions } from './runtime/admin.ts';
 export type { BulkInput, BulkResult } from './runtime/bulk.ts';
 export type { RestartOptions } from './runtime/restart.ts';

@@ -15,6 +15,7 @@ export {
   ConfigError,
   configErrorLine,
   databaseUrlFromEnv,
+  idleCheckMsFromEnv,
   intFromEnv,
   portFromEnv,
   requiredEnv,

@@ -1,7 +1,7 @@
 /**
  * This repository's self-hosted Node runner, built from the public entry points only:
  * `DATABASE_URL=postgres://… API_TOKEN=… node src/app/node.ts`. Migrates, then serves the API and
- * ticks every second until SIGINT or SIGTERM (graceful: running jobs get DRAIN_MS to finish, the
+ * ticks when work is due until SIGINT or SIGTERM (graceful: running jobs get DRAIN_MS to finish, the
  * rest go back to the queue). Runs the tasks and schedules of src/tasks/index.ts. A variable set
  * wrongly, or a database it cannot reach, is one line on stderr and exit code 1.
  */
@@ -11,6 +11,7 @@ import {
   ConfigError,
   configErrorLine,
   databaseUrlFromEnv,
+  idleCheckMsFromEnv,
   intFromEnv,
   onShutdownSignal,
   portFromEnv,
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
   const tick = tickOptionsFromEnv(env, { budgetMs: 30_000, pollIntervalMs: 1_000 });
 
   const sql = createPgDriver(databaseUrl);
-  const skiplock = createSkiplock({ sql, tasks, schedules });
+  const skiplock = createSkiplock({ sql, tasks, schedules, idleCheckMs: idleCheckMsFromEnv(env.IDLE_CHECK_MS) });
   await skiplock.migrate(migrations);
   const runner = await startNodeRunner({
     skiplock,

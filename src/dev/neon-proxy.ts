@@ -42,6 +42,8 @@ export interface NeonProxy {
   fetchEndpoint: string;
   /** value for neonConfig.wsProxy: (host, port) => string (the address carries the token too) */
   wsProxy: (host: string, port: number | string) => string;
+  /** HTTP /sql requests served so far: each is one statement (or one batch) a Worker sent. */
+  sqlRequests(): number;
   close(): Promise<void>;
 }
 
@@ -78,6 +80,7 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
   const token = randomBytes(24).toString('base64url');
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const pools = new Map<string, pg.Pool>();
+  let sqlRequests = 0;
   const busy = new Set<pg.PoolClient>();
   const tcpSockets = new Set<net.Socket>();
   let closing = false;
@@ -180,7 +183,7 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
   const server = http.createServer((req, res) => {
     const access = authorize(req);
     const handled = 'status' in access ? Promise.reject(new RequestError(access.status, access.message))
-      : access.route === '/sql' ? handleSql(req, res) : Promise.reject(new RequestError(404, `No route for ${access.route}`));
+      : access.route === '/sql' ? ((sqlRequests += 1), handleSql(req, res)) : Promise.reject(new RequestError(404, `No route for ${access.route}`));
     handled.catch((err: unknown) => {
       if (res.headersSent) return res.destroy();
       if (err instanceof RequestError) return send(res, err.status, { message: err.message });
@@ -213,6 +216,7 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
   return {
     port,
     fetchEndpoint: `http://${hostForUrl}:${port}/${token}/sql`,
+    sqlRequests: () => sqlRequests,
     wsProxy: (pgHost, pgPort) => `${hostForUrl}:${port}/${token}/v2?address=${pgHost}:${pgPort}`,
     async close() {
       closing = true;

@@ -26,6 +26,8 @@ export interface WranglerDevOptions {
   stdio?: 'inherit' | 'ignore';
   /** Aborting it while waiting for the Worker stops wrangler and rejects. */
   signal?: AbortSignal;
+  /** Another wrangler.toml, relative to the project root (a test fixture). Default: the project's. */
+  config?: string;
 }
 
 export interface WranglerDev {
@@ -47,7 +49,7 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
   const removeVars = () => rm(varsDir, { recursive: true, force: true });
   const args = [WRANGLER_BIN, 'dev', '--ip', '127.0.0.1', '--port', String(options.port), '--test-scheduled',
     '--persist-to', options.persistTo, '--show-interactive-dev-session=false', '--log-level', 'warn',
-    '--env-file', varsFile];
+    '--env-file', varsFile, ...(options.config ? ['-c', options.config] : [])];
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
     // Its own process group: a terminal's Ctrl-C reaches only us, and we stop it in order.

@@ -4,6 +4,7 @@
  */
 import { secretProblem } from '../http/secrets.ts';
 import type { TickOptions } from '../runtime/tick.ts';
+import { DEFAULT_IDLE_CHECK_MS } from '../runtime/wake-state.ts';
 import { databaseUrlProblem, describeConnectionError } from '../store/drivers/database-url.ts';
 
 /** A variable set wrongly: entry points print its message alone, as one line, and exit non-zero. */
@@ -21,6 +22,8 @@ export interface TickEnv {
   TICK_CONCURRENCY?: string | number;
   /** Wait between claims while the queue is empty, in ms. */
   TICK_POLL_INTERVAL_MS?: string | number;
+  /** The longest an idle deployment goes without a database check, in ms (0: never). Default 3 600 000. */
+  IDLE_CHECK_MS?: string | number;
 }
 
 /** A positive integer from an environment variable, or `fallback` when it is unset or empty. */
@@ -28,6 +31,14 @@ export function intFromEnv(value: string | number | undefined, fallback: number,
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** IDLE_CHECK_MS: an integer ≥ 0 (0: never), or the default (one hour) when unset or empty. */
+export function idleCheckMsFromEnv(value: string | number | undefined, fallback = DEFAULT_IDLE_CHECK_MS): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`IDLE_CHECK_MS must be an integer ≥ 0 (0: never check), got ${JSON.stringify(value)}`);
   return n;
 }
 

@@ -5,6 +5,7 @@
  *   await skiplock.enqueue({ task: 'send-email', payload: { to } });
  *   await skiplock.tick({ budgetMs: 25_000 });
  */
+import { SkiplockError } from '../core/errors.ts';
 import type { Job, TickResult } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
@@ -30,6 +31,8 @@ import { checkWaitMs, waitForJob, type WaitResult } from './wait-for-job.ts';
 import { createRestart, type RestartOptions } from './restart.ts';
 import { createBulk, type BulkInput, type BulkResult } from './bulk.ts';
 import { createReplayCheck, type CheckReplayInput, type CheckReplayResult } from './replay.ts';
+import { createWaker, type TickIfDueOptions, type TickIfDueResult, type WakeDriver } from './wake.ts';
+import { DEFAULT_IDLE_CHECK_MS } from './wake-state.ts';
 
 export type { Logger };
 
@@ -70,6 +73,18 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
    * waiting; production never sets it (one clock: the database's).
    */
   now?: () => Date | null;
+  /**
+   * The longest an idle deployment goes without looking at the database, in ms: the safety check
+   * that finds work written behind skiplock's back (SQL, another service, `enqueueStatement`)
+   * without a `wake()`. A cron or alarm invocation between due instants makes no statement.
+   * `0` never checks. Platform entry points read IDLE_CHECK_MS. Default 3 600 000 (one hour).
+   */
+  idleCheckMs?: number;
+  /**
+   * How this platform keeps the wake state and starts a tick in the background (src/runtime/wake.ts).
+   * Platform entry points set it (setWakeDriver); default: memory, and no background tick.
+   */
+  wake?: WakeDriver;
   /**
    * OpenTelemetry: the `@opentelemetry/api` module (`import * as otel from '@opentelemetry/api'`).
    * Enqueues store the active trace context, and each attempt runs in a span under it. Default:
@@ -150,6 +165,20 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
   enqueueStatement(input: EnqueueInputOf<Tasks>): Statement;
   /** Runs one tick (see TickOptions). */
   tick(options?: TickOptions): Promise<TickResult>;
+  /**
+   * Work written behind this deployment's back (your own transaction with `enqueueStatement`,
+   * another service, SQL) may be due at `at` (default now): lowers the wake state and starts a
+   * tick (or a wake-up at `at`) as an enqueue does. Resolves once the platform has it.
+   */
+  wake(at?: Date): Promise<void>;
+  /**
+   * What a cron, an alarm or a timer runs: when the wake state says something is due (or the last
+   * database check is `idleCheckMs` old, or the state is unknown), ticks until idle and writes
+   * the wake state the database reports; otherwise makes no statement and returns at once.
+   */
+  tickIfDue(options?: TickIfDueOptions): Promise<TickIfDueResult>;
+  /** For platform entry points: where the wake state lives and how a tick starts in the background. */
+  setWakeDriver(driver: WakeDriver): void;
   /** Returns RUNNING jobs whose lease expired to the queue; resolves to how many. */
   reap(): Promise<number>;
   /**
@@ -210,14 +239,23 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
   const tickMetrics = createTickMetrics();
   const warnOnce = warnOnceWith(log);
   const staticSchedules = (config.schedules ?? []).map((s) => s.name);
+  /** A write's result, after telling the hook when the work it made is due (null: it made none; undefined: now). */
+  const after = <T>(result: T, dueAt: (result: T) => Date | number | null | undefined): T => {
+    const at = dueAt(result);
+    if (at !== null) dueWork(at);
+    return result;
+  };
   const schedules = createScheduleOperations({ sql, registry, schedules: config.schedules ?? [], now, log, warnOnce });
 
+  const admin = createAdminOperations(sql, now, registry);
+  const restart = createRestart(sql, now, registry);
+  const bulk = createBulk(sql, now);
   const tracing = resolveTracing(config.otel);
   const traceparent = async () => (await tracing())?.currentTraceparent();
   const enqueueBatch = async (inputs: readonly EnqueueInput[]) =>
-    enqueueJobs(sql, registry, inputs, now(), { batch: true, traceparent: await traceparent() });
+    afterEnqueue(inputs, await enqueueJobs(sql, registry, inputs, now(), { batch: true, traceparent: await traceparent() }));
   const enqueueWithResult = async (input: EnqueueInput) =>
-    (await enqueueJobs(sql, registry, [input], now(), { traceparent: input.traceparent ?? (await traceparent()) }))[0]!;
+    afterEnqueue([input], await enqueueJobs(sql, registry, [input], now(), { traceparent: input.traceparent ?? (await traceparent()) }))[0]!;
   const enqueue = async (input: EnqueueInput) => (await enqueueWithResult(input)).job;
   const readJob = async (id: string) => {
     if (!isJobId(id)) return undefined;
@@ -246,6 +284,26 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
       throw error;
     }
   };
+  const msUntilNext = async (options?: TickOptions) => {
+    const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...config.tick, ...options };
+    const rows = await sql.query(
+      msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticSchedules, flowLimits: flowLimits(registry), retention: retentionWake() }),
+    );
+    // Work and stored next runs come as one figure; schedules put since the last tick, one row each.
+    const ms = rows.map((row) => (toBool(row.uncomputed) ? msUntilFirstRun(row) : row.ms === null || row.ms === undefined ? null : Number(row.ms)));
+    return ms.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);
+  };
+  let driver: WakeDriver = config.wake ?? {};
+  const idleCheckMs = config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS;
+  if (!Number.isInteger(idleCheckMs) || idleCheckMs < 0) throw new TypeError(`idleCheckMs must be an integer ≥ 0, got ${String(config.idleCheckMs)}`);
+  const waker = createWaker({ driver: () => driver, idleCheckMs, log, tick: runTick, dueInMs: msUntilNext });
+  /** The one hook: every write that creates or moves due work calls it, with the instant it is due. */
+  const dueWork = (at?: Date | number) => void waker.dueWork(at);
+  const afterEnqueue = (inputs: readonly EnqueueInput[], results: EnqueueResult[]) => {
+    const due = inputs.flatMap((input, i) => (results[i]?.created || input.debounce ? [dueAtOf(input)] : []));
+    if (due.length > 0) dueWork(Math.min(...due));
+    return results;
+  };
 
   const prune = async (options: RetentionOptions = {}) => {
     const [row] = await sql.query(
@@ -263,6 +321,16 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
   // run nothing else. (A local rate limit only; the ages are measured in SQL.)
   let lastPrune = -Infinity;
   const retention = config.retention;
+  // The next retention pass, for the wake state: what prune() deletes, not before the rate limit allows.
+  const retentionWake = () =>
+    retention === false
+      ? null
+      : {
+          doneMs: retention?.doneMs ?? 7 * DAY_MS,
+          cancelledMs: retention?.cancelledMs ?? 7 * DAY_MS,
+          deadMs: retention?.deadMs ?? null,
+          retentionWaitMs: Math.max(0, Math.ceil(lastPrune + PRUNE_INTERVAL_MS - performance.now())),
+        };
   const housekeeping =
     retention === false
       ? undefined
@@ -297,12 +365,15 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
       return Number(row?.reaped ?? 0);
     },
     prune,
-    async msUntilNextWork(options) {
-      const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...config.tick, ...options };
-      const rows = await sql.query(msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticSchedules, flowLimits: flowLimits(registry) }));
-      // Work and stored next runs come as one figure; schedules put since the last tick, one row each.
-      const ms = rows.map((row) => (toBool(row.uncomputed) ? msUntilFirstRun(row) : row.ms === null || row.ms === undefined ? null : Number(row.ms)));
-      return ms.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);
+    msUntilNextWork: msUntilNext,
+    wake: (at) => {
+      if (at !== undefined && !(at instanceof Date && Number.isFinite(at.getTime())))
+        return Promise.reject(new SkiplockError('invalid_request', 'wake: at must be a valid Date', [{ path: ['at'], message: 'must be a valid instant' }]));
+      return waker.dueWork(at);
+    },
+    tickIfDue: waker.tickIfDue,
+    setWakeDriver(next) {
+      driver = next;
     },
     getJob: readJob,
     enqueueStatement: (input) => {
@@ -314,13 +385,29 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     ensureSchema: schema.ensure,
     schemaStatus: schema.status,
     tickTotals: tickMetrics.totals,
-    ...createAdminOperations(sql, now, registry),
-    ...createRestart(sql, now, registry),
-    ...createBulk(sql, now),
+    ...admin,
     ...createReplayCheck(sql, registry),
     ...createFlowOperations(sql, registry, now),
     ...schedules,
+    // Writes that create or move due work, through the hook. (Other operations that do: add them here.)
+    retryJob: async (id) => after(await admin.retryJob(id), () => undefined),
+    restartJob: async (id, options) => after(await restart.restartJob(id, options), () => undefined),
+    bulk: async (input) => after(await bulk.bulk(input), (r) => (r.changed > 0 && !input.dryRun && (input.action === 'retry' || input.action === 'restart') ? undefined : null)),
+    retryDead: async (options) => after(await admin.retryDead(options), (n) => (n > 0 ? undefined : null)),
+    rescheduleJob: async (id, input) => after(await admin.rescheduleJob(id, input), () => (input.runAt === undefined && input.delayMs === undefined ? null : dueAtOf(input))),
+    resumeTask: async (name) => after(await admin.resumeTask(name), (info) => (info.counts.QUEUED > 0 ? undefined : null)),
+    putSchedule: async (name, input) => after(await schedules.putSchedule(name, input), () => undefined),
   };
+}
+
+/**
+ * When an enqueue's job becomes due, on the platform's clock: the caller's runAt, or now + its
+ * delay (a debounce: at most its maxDelayMs, so never later than the job).
+ */
+function dueAtOf(input: { runAt?: Date | string | undefined; delayMs?: number | undefined; debounce?: { delayMs: number; maxDelayMs?: number | undefined } | undefined }): number {
+  if (input.runAt !== undefined) return new Date(input.runAt).getTime();
+  const delay = input.debounce ? Math.min(input.debounce.delayMs, input.debounce.maxDelayMs ?? Infinity) : (input.delayMs ?? 0);
+  return Date.now() + delay;
 }
 
 /**

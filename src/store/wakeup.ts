@@ -1,4 +1,4 @@
-/** What a self-scheduling ticker (the Cloudflare Durable Object alarm) asks before it sleeps. */
+/** What a tick asks before it ends: when anything it runs is next due (the wake state, src/runtime/wake-state.ts). */
 import { NOW, clock, type Clock } from './clock.ts';
 import { unpaused, type FlowLimitRow } from './jobs.ts';
 import { statement, type Statement } from './sql.ts';
@@ -15,8 +15,13 @@ export const UNCOMPUTED_SCHEDULES_LIMIT = 20;
  *   - the earliest QUEUED job it could claim (one of its tasks, attempts left, a timeout within
  *     the tick's budget) becomes due (skiplock.next_claimable_at, migration 005: a few index
  *     probes, whatever the backlog);
- *   - while a job of its tasks is RUNNING, now: a running job may end in a retry due within a
- *     second (or lose its lease to the reaper), so a ticker keeps ticking while work is under way;
+ *   - the earliest lease expiry of a RUNNING job of its tasks (job_reap_idx): the reaper must find
+ *     a killed invocation's jobs on time. A job running in another invocation that ends in a retry
+ *     is that invocation's to report (its tick ends by writing the wake state too);
+ *   - with `retention`, the next retention pass: the oldest finished job it would delete, past its
+ *     age, plus RETENTION_SLACK_MS (not urgent: an hour late it deletes an hour's worth in one
+ *     pass, instead of waking the database once per finished job), and not before
+ *     `retentionWaitMs` (the process's own rate limit of pruning);
  *   - the next run of a schedule it fires: the static ones it defines (`schedules`, by name) and
  *     the dynamic ones of its tasks, enabled — not another service's in a shared database.
  * Work no tick of this deployment can take never keeps it awake. Negative means overdue; null
@@ -33,7 +38,11 @@ export function msUntilNextWork(p: {
   schedules: readonly string[];
   /** The limits of the tasks above with flow control (see completeAndClaim); absent: the plain statement. */
   flowLimits?: readonly FlowLimitRow[];
+  /** What pruning deletes (ages in ms; null: never); absent: retention is not a reason to wake. */
+  retention?: { doneMs: number; cancelledMs: number; deadMs: number | null; retentionWaitMs: number } | null;
 }): Statement {
+  const r = p.retention ?? null;
+  const n = 5 + ((p.flowLimits?.length ?? 0) > 0 ? 2 : 0);
   const limited = (p.flowLimits?.length ?? 0) > 0;
   const limitedNames = new Set(p.flowLimits?.map((l) => l.task));
   return statement(
@@ -41,7 +50,8 @@ export function msUntilNextWork(p: {
             floor(extract(epoch FROM least(
               -- Paused tasks (migration 011) keep nothing awake.
               ${limited ? NEXT_LIMITED : `skiplock.next_claimable_at(${unpaused('$2')}, $3)`},
-              (SELECT ${NOW} WHERE EXISTS (SELECT 1 FROM skiplock.job WHERE status = 'RUNNING' AND task = ANY($2::text[]))),
+              (SELECT min(locked_until) FROM skiplock.job WHERE status = 'RUNNING' AND task = ANY($2::text[])),${r ? `
+              ${nextRetention(n)},` : ''}
               -- Its static schedules by name; its dynamic ones, the first of each task (schedule_task_due_idx,
               -- migration 008). \`enabled IS NOT FALSE\` (enabled is NOT NULL: the same rows) does not imply
               -- schedule_due_idx's predicate: with a skewed task column the planner took that index and
@@ -59,8 +69,29 @@ export function msUntilNextWork(p: {
        WHERE s.enabled AND s.next_run_at IS NULL
          AND (s.name = ANY($4::text[]) OR (s.source = 'dynamic' AND s.task = ANY($2::text[])))
        LIMIT ${UNCOMPUTED_SCHEDULES_LIMIT})`,
-    [clock(p.now), p.tasks, p.budgetMs, p.schedules, ...(limited ? [p.tasks.filter((t) => !limitedNames.has(t)), JSON.stringify(p.flowLimits)] : [])],
+    [
+      clock(p.now), p.tasks, p.budgetMs, p.schedules,
+      ...(limited ? [p.tasks.filter((t) => !limitedNames.has(t)), JSON.stringify(p.flowLimits)] : []),
+      ...(r ? [r.doneMs, r.cancelledMs, r.deadMs, r.retentionWaitMs] : []),
+    ],
   );
+}
+
+/** A retention pass is not urgent: it waits this long past the first expiry, and deletes what expired meanwhile too. */
+export const RETENTION_SLACK_MS = 3_600_000;
+
+/**
+ * The oldest finished job of a status that expires, by job_finished_idx in finished_at order (the
+ * status filter skips DEAD rows kept for a person, usually few), plus its age and the slack;
+ * not before the process's own rate limit allows (params from $n: done, cancelled, dead ms, wait).
+ */
+function nextRetention(n: number): string {
+  const [done, cancelled, dead, wait] = [n, n + 1, n + 2, n + 3].map((i) => `$${i}`);
+  // greatest() skips NULLs: with nothing to prune, the CASE keeps the answer NULL.
+  return `(SELECT CASE WHEN min(f.at) IS NOT NULL THEN greatest(min(f.at) + ${RETENTION_SLACK_MS} * interval '1 millisecond', ${NOW} + ${wait}::bigint * interval '1 millisecond') END FROM (
+                (SELECT finished_at + ${done}::bigint * interval '1 millisecond' AS at FROM skiplock.job WHERE finished_at IS NOT NULL AND status = 'DONE' ORDER BY finished_at LIMIT 1)
+                UNION ALL (SELECT finished_at + ${cancelled}::bigint * interval '1 millisecond' FROM skiplock.job WHERE finished_at IS NOT NULL AND status = 'CANCELLED' ORDER BY finished_at LIMIT 1)
+                UNION ALL (SELECT finished_at + ${dead}::bigint * interval '1 millisecond' FROM skiplock.job WHERE ${dead}::bigint IS NOT NULL AND finished_at IS NOT NULL AND status = 'DEAD' ORDER BY finished_at LIMIT 1)) f)`;
 }
 
 /**

@@ -27,6 +27,8 @@ beforeAll(async () => {
     // Short minute invocations (12 s, enough for echo's 10 s timeout), so tests wait seconds, not a minute.
     TICK_BUDGET_MS: '12000',
     TICK_POLL_INTERVAL_MS: '200',
+    // The cron-only ticker (no Durable Object): the Durable Object one is cloudflare-alarm/wake tests'.
+    TICKER: 'cron',
   });
   ({ db, worker } = under);
 });
@@ -75,12 +77,14 @@ describe('the Worker in workerd', () => {
     expect(response.status).toBe(401);
   });
 
-  test('scheduled: the minute invocation keeps ticking, so a job that becomes due mid-invocation starts within about a second', async () => {
+  test('scheduled (cron mode): a minute invocation that knows a job is due within its minute waits for it, and starts it within about a second', async () => {
     const [row] = await db.sql.query(
-      statement(`INSERT INTO skiplock.job (task, payload, run_at, timeout_ms) VALUES ('echo', '{"message":"later"}', now() + interval '1500 milliseconds', 2000) RETURNING id::text`),
+      statement(`INSERT INTO skiplock.job (task, payload, run_at, timeout_ms) VALUES ('echo', '{"message":"later"}', now() + interval '1500 milliseconds', 2000) RETURNING id::text, run_at`),
     );
     const id = String(row!.id);
-    void scheduled(); // the invocation runs on for its whole budget; the next test does not mind
+    // Written behind the Worker's back: it says so (POST /v1/wake), or the safety check would find it.
+    expect((await api('/v1/wake', { method: 'POST', body: JSON.stringify({ at: (row!.run_at as Date).toISOString() }) })).status).toBe(202);
+    void scheduled(); // the invocation waits for the instant, then ticks until idle
     const done = await waitForStatus(id, 'DONE', 8_000);
     expect(done.status).toBe('DONE');
     const lateMs = (done.finished_at as Date).getTime() - (done.run_at as Date).getTime();
@@ -99,6 +103,8 @@ describe('the Worker in workerd', () => {
       ),
     );
     expect(updated).toBeDefined();
+    // Changed behind the Worker's back: it is told so, or its wake state would wait for the safety check.
+    expect((await api('/v1/wake', { method: 'POST' })).status).toBe(202);
     await Promise.all(Array.from({ length: 5 }, scheduled)); // each answers when its invocation ends
 
     const firings = await db.sql.query(
@@ -127,7 +133,7 @@ describe('the Worker in workerd', () => {
     const [held] = await db.sql.query(statement(`SELECT locked_by, attempts FROM skiplock.job WHERE id = $1`, [created.id]));
     expect(held).toEqual({ locked_by: null, attempts: 0 }); // nothing holds it, and the sleep spent no attempt
 
-    const invocation = scheduled(); // a minute invocation (12 s here), polling every 200 ms
+    const invocation = scheduled(); // a minute invocation: it knows the wake-up is due within its minute, and waits for it
     const done = await waitForStatus(created.id, 'DONE', 15_000);
     expect(done).toMatchObject({ status: 'DONE', result: { notified: ['crm', 'analytics', 'billing'] } });
     // The first attempt that started after the wake time: within the poll interval (200 ms), with a loose bound for a loaded machine.
@@ -137,7 +143,7 @@ describe('the Worker in workerd', () => {
     expect(Math.min(...starts) - wakeAt).toBeLessThan(2_000);
     const children = await db.sql.query(statement(`SELECT status FROM skiplock.job WHERE parent_id = $1`, [created.id]));
     expect(children.map((c) => c.status)).toEqual(['DONE', 'DONE', 'DONE']);
-    await invocation; // it runs to its budget's end: the file's last test must not stop wrangler under it
+    await invocation; // it ends once idle: the file's last test must not stop wrangler under it
   });
 });
 

@@ -297,7 +297,8 @@ test('a paused task with limits is neither claimed nor keeps the ticker awake (t
     rateLimit: { limit: 5, periodMs: 1_000, key: (p) => p.tenant },
     handler: () => {},
   });
-  const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
+  // Retention off: finished jobs of other tests would be a reason to wake (the next retention pass).
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet, retention: false });
   await skiplock.enqueue({ task: 'paused-limited', payload: { tenant: 'a' } });
   await skiplock.pauseTask('paused-limited');
   expect((await skiplock.tick({ untilIdle: true, budgetMs: 15_000 })).claimed).toBe(0);

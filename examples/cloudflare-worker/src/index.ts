@@ -18,3 +18,6 @@ export default {
   },
   scheduled: queue.scheduled,
 } satisfies ExportedHandler<SkiplockEnv>;
+
+/** The Durable Object ticker, bound as SKIPLOCK_TICKER in wrangler.toml. */
+export const SkiplockTicker = queue.Ticker;

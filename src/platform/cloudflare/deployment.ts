@@ -28,7 +28,10 @@ import type { TaskList } from '../../runtime/task-types.ts';
 import type { TickOptions } from '../../runtime/tick.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
 import type { Sql } from '../../store/sql.ts';
-import { intFromEnv, tickOptionsFromEnv, type TickEnv } from '../env-options.ts';
+import { createBackgroundTicks, type WakeDriver } from '../../runtime/wake.ts';
+import { createMemoryWakeStore, WAKE_EARLY_MS, type WakeStore } from '../../runtime/wake-state.ts';
+import { ConfigError, idleCheckMsFromEnv, intFromEnv, tickOptionsFromEnv, type TickEnv } from '../env-options.ts';
+import { inBackground } from './wait-until.ts';
 import type { DurableObjectNamespace } from './runtime-types.ts';
 
 export interface Env extends TickEnv {
@@ -49,7 +52,12 @@ export interface Env extends TickEnv {
   HTTP_TICK_BUDGET_MS?: string | number;
   /** Budget of one Durable Object alarm's tick, in ms. Default 25 000. */
   ALARM_TICK_BUDGET_MS?: string | number;
-  /** "alarm" hands ticking to the SkiplockTicker Durable Object (needs the binding). Default "cron". */
+  /**
+   * Who ticks. "alarm" (the default): the SkiplockTicker Durable Object, whose alarm wakes at the
+   * instant the wake state names; the minute cron only checks its alarm (no statement). "cron":
+   * for a Worker without the binding: the minute cron ticks when the isolate's wake state says so.
+   * Unset and the binding missing: "cron", with a warning.
+   */
   TICKER?: string;
   /** The SkiplockTicker Durable Object namespace (wrangler.toml `[[durable_objects.bindings]]`). */
   SKIPLOCK_TICKER?: DurableObjectNamespace;
@@ -74,8 +82,10 @@ export interface Deployment<Tasks extends TaskList = TaskList> {
   cronTick: TickOptions;
   /** One alarm's tick (Durable Object mode). */
   alarmTick: TickOptions;
-  /** Whether the Durable Object drives ticks (TICKER = "alarm" and the binding exists). */
+  /** Whether the Durable Object drives ticks (TICKER unset or "alarm", and the binding exists). */
   alarmMode: boolean;
+  /** IDLE_CHECK_MS: the longest an idle deployment goes without a database check. */
+  idleCheckMs: number;
 }
 
 /** Connections one Workers invocation may have waiting for response headers; a seventh waits for one of them. */
@@ -92,16 +102,20 @@ export const WORKER_CONCURRENCY = CLOUDFLARE_CONNECTIONS - 1;
 /** One deployment per env for these options (createWorker calls it once). */
 export function createDeployments<Tasks extends TaskList>(options: WorkerOptions<Tasks>): (env: Env) => Deployment<Tasks> {
   const deployments = new WeakMap<Env, Deployment<Tasks>>();
+  // One wake state per isolate, not per env object: workerd may hand `fetch` and `scheduled` env
+  // objects that differ, and an enqueue's wake-up must reach the cron's decision.
+  const isolateStore = createMemoryWakeStore();
   return (env) => {
     let deployment = deployments.get(env);
-    if (!deployment) deployments.set(env, (deployment = createDeployment(env, options)));
+    if (!deployment) deployments.set(env, (deployment = createDeployment(env, options, isolateStore)));
     return deployment;
   };
 }
 
-function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sqlFor, ...config }: WorkerOptions<Tasks>): Deployment<Tasks> {
+function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sqlFor, ...config }: WorkerOptions<Tasks>, store: WakeStore): Deployment<Tasks> {
   if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set (wrangler secret put DATABASE_URL)');
-  const alarmMode = env.TICKER === 'alarm' && env.SKIPLOCK_TICKER !== undefined;
+  const alarmMode = tickerMode(env) === 'alarm';
+  const idleCheckMs = idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs);
   const ticks = workerTickOptions(env);
   // A job no tick here can fit is refused at enqueue (and by ctx.invoke): the cron's (or the alarm's) tick, or an HTTP one.
   const maxJobTimeoutMs = longestJobTimeoutMs(alarmMode ? ticks.alarmTick : ticks.cronTick, ticks.httpTick);
@@ -116,7 +130,8 @@ function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sql
     );
   }
   const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
-  const skiplock = createSkiplock<Tasks>({ ...config, sql });
+  const skiplock = createSkiplock<Tasks>({ ...config, sql, idleCheckMs });
+  skiplock.setWakeDriver(workerWakeDriver(env, skiplock, httpTick, alarmMode, store));
   // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the rest of the Worker works.
   const app = createAppOrNotice({
     skiplock,
@@ -126,10 +141,53 @@ function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sql
     platform: 'cloudflare',
     tick: httpTick,
     maxJobTimeoutMs,
-    // The new job starts now; in alarm mode the Durable Object is also woken to follow up (retries, delays).
-    runInBackground: (work, c) => c.executionCtx.waitUntil(alarmMode ? Promise.all([work, wakeTicker(env).catch(logWakeFailure)]) : work),
+    // No runInBackground: every write that makes due work starts its tick through the wake driver.
   });
-  return { skiplock, app, http: mount(app, basePath), cronTick, alarmTick, alarmMode };
+  return { skiplock, app, http: mount(app, basePath), cronTick, alarmTick, alarmMode, idleCheckMs };
+}
+
+/** TICKER, checked against the binding: "alarm" without SKIPLOCK_TICKER is a clear error, unset falls back to "cron". */
+export function tickerMode(env: Pick<Env, 'TICKER' | 'SKIPLOCK_TICKER'>): 'alarm' | 'cron' {
+  const ticker = env.TICKER ?? '';
+  if (ticker !== '' && ticker !== 'alarm' && ticker !== 'cron') throw new ConfigError(`TICKER must be "alarm" or "cron", got ${JSON.stringify(ticker)}`);
+  if (ticker === 'cron') return 'cron';
+  if (env.SKIPLOCK_TICKER !== undefined) return 'alarm';
+  if (ticker === 'alarm')
+    throw new ConfigError(
+      'TICKER = "alarm" needs the SkiplockTicker Durable Object: bind it in wrangler.toml ([[durable_objects.bindings]] name = "SKIPLOCK_TICKER", class_name = "SkiplockTicker", ' +
+        'a [[migrations]] entry with new_sqlite_classes = ["SkiplockTicker"]) and export it (export const SkiplockTicker = worker.Ticker); or set TICKER = "cron"',
+    );
+  warnOnce('[skiplock] no SKIPLOCK_TICKER Durable Object binding: the minute cron ticks (TICKER = "cron"), so work due between two minutes waits for the next. Bind the Durable Object (docs/platforms.md), or set TICKER = "cron" to silence this.');
+  return 'cron';
+}
+
+let warned = false;
+const warnOnce = (message: string) => {
+  if (!warned) console.warn(message);
+  warned = true;
+};
+
+/**
+ * The Worker's side of the wake state. Due now: a tick in the background of this invocation
+ * (waitUntil from cloudflare:workers, so a user's own route needs no ctx), one chain per isolate;
+ * in alarm mode its conclusion goes to the Durable Object, which follows up (retries, delays).
+ * Due later: the Durable Object's alarm is lowered to it (alarm mode), or the isolate's memory is
+ * (cron mode: the minute cron sees it, and waits inside its minute for it).
+ */
+function workerWakeDriver(env: Env, skiplock: Skiplock, httpTick: TickOptions, alarmMode: boolean, store: WakeStore): WakeDriver {
+  const background = createBackgroundTicks(async () => {
+    await skiplock.tickIfDue({ ...httpTick, untilIdle: true, store, force: true });
+    const dueAt = (await store.read())?.dueAt ?? null;
+    if (alarmMode && dueAt !== null) await lowerTicker(env, dueAt);
+  }, (level, message, fields) => console.error(`[skiplock] ${message}`, fields));
+  return {
+    store,
+    onDueWork(atMs) {
+      if (atMs <= Date.now() + WAKE_EARLY_MS) return inBackground(background());
+      if (alarmMode) return inBackground(lowerTicker(env, atMs).catch(logWakeFailure));
+      return undefined;
+    },
+  };
 }
 
 /** The options of the Worker's three kinds of tick, from its variables over the Worker's defaults. */
@@ -145,9 +203,18 @@ export function workerTickOptions(env: TickEnv & Pick<Env, 'HTTP_TICK_BUDGET_MS'
 
 const logWakeFailure = (error: unknown) => console.error('[skiplock] waking the ticker failed', error);
 
-/** Asks the one SkiplockTicker instance to tick now if it is asleep. */
-export async function wakeTicker(env: Env): Promise<void> {
+/** The one SkiplockTicker instance: work may be due at `atMs` (it lowers its wake state and alarm). */
+export async function lowerTicker(env: Env, atMs: number): Promise<void> {
+  await tickerRequest(env, '/lower', { at: atMs });
+}
+
+/** The minute cron's check: the Durable Object's alarm is where its wake state says (no statement). */
+export async function checkTicker(env: Env): Promise<void> {
+  await tickerRequest(env, '/cron', {});
+}
+
+async function tickerRequest(env: Env, path: string, body: object): Promise<void> {
   const ticker = env.SKIPLOCK_TICKER!;
-  const response = await ticker.get(ticker.idFromName('skiplock')).fetch('https://ticker/wake', { method: 'POST' });
-  if (!response.ok) throw new Error(`waking the ticker failed: HTTP ${response.status}`);
+  const response = await ticker.get(ticker.idFromName('skiplock')).fetch(`https://ticker${path}`, { method: 'POST', body: JSON.stringify(body) });
+  if (!response.ok) throw new Error(`the ticker answered HTTP ${response.status} to ${path}`);
 }

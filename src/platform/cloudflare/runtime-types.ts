@@ -12,10 +12,15 @@ export interface ScheduledController {
 }
 
 export interface DurableObjectState {
-  readonly storage: {
-    getAlarm(): Promise<number | null>;
-    setAlarm(scheduledTime: number | Date): Promise<void>;
-  };
+  readonly storage: DurableObjectStorage;
+}
+
+export interface DurableObjectStorage {
+  get<T = unknown>(key: string): Promise<T | undefined>;
+  put<T>(key: string, value: T): Promise<void>;
+  getAlarm(): Promise<number | null>;
+  setAlarm(scheduledTime: number | Date): Promise<void>;
+  deleteAlarm(): Promise<void>;
 }
 
 export interface DurableObjectNamespace {

@@ -1,45 +1,62 @@
 /**
- * Opt-in (TICKER = "alarm"): a Durable Object whose alarm ticks every second while there is
- * work, else at the next due job or schedule instant (src/runtime/alarm-ticker.ts), and sets no
- * alarm when there is neither. An enqueue (and the minute cron, as a safety net) wakes it with
- * POST /wake. One instance, named "skiplock", so alarms never overlap.
+ * The SkiplockTicker Durable Object (the default ticker, TICKER unset or "alarm"): it keeps the
+ * wake state in its storage and its alarm at the instant the state names (ticker-store.ts). Its
+ * alarm ticks until idle and writes the state the database reports. The Worker tells it when work
+ * becomes due (POST /lower `{ at }`: an enqueue for later, the conclusion of a tick the Worker ran
+ * itself), and the minute cron, the safety net, asks it to check its alarm (POST /cron): no
+ * statement, no tick unless the state says so. One instance, named "skiplock", so alarms never overlap.
  */
-import { tickAndPlanNext } from '../../runtime/alarm-ticker.ts';
 import type { Deployment, Env } from './deployment.ts';
 import type { DurableObjectState } from './runtime-types.ts';
+import { createDurableObjectWakeStore } from './ticker-store.ts';
 
 export interface TickerClass {
-  new (state: DurableObjectState, env: Env): { fetch(): Promise<Response>; alarm(): Promise<void> };
+  new (state: DurableObjectState, env: Env): { fetch(request: Request): Promise<Response>; alarm(): Promise<void> };
 }
+
+/** After a failed alarm (the database did not answer): try again this soon rather than sleep with work queued. */
+const RETRY_AFTER_FAILURE_MS = 5_000;
 
 /** The Durable Object class for these deployments (createWorker's `Ticker`). */
 export function createTickerClass(deploymentFor: (env: Env) => Deployment): TickerClass {
   return class SkiplockTicker {
-  readonly #state: DurableObjectState;
-  readonly #env: Env;
+    readonly #state: DurableObjectState;
+    readonly #env: Env;
 
-  constructor(state: DurableObjectState, env: Env) {
-    this.#state = state;
-    this.#env = env;
-  }
-
-  /** POST /wake: tick now unless an alarm is already due within a second. */
-  async fetch(): Promise<Response> {
-    const alarm = await this.#state.storage.getAlarm();
-    if (alarm === null || alarm > Date.now() + 1_000) await this.#state.storage.setAlarm(Date.now());
-    return new Response(null, { status: 204 });
-  }
-
-  async alarm(): Promise<void> {
-    const { skiplock, alarmTick } = deploymentFor(this.#env);
-    try {
-      const { nextInMs } = await tickAndPlanNext(skiplock, alarmTick);
-      if (nextInMs !== null) await this.#state.storage.setAlarm(Date.now() + nextInMs);
-    } catch (error) {
-      // The database did not answer: try again shortly rather than sleeping with work queued.
-      console.error('[skiplock] alarm tick failed', error);
-      await this.#state.storage.setAlarm(Date.now() + 5_000);
+    constructor(state: DurableObjectState, env: Env) {
+      this.#state = state;
+      this.#env = env;
     }
-  }
+
+    #store() {
+      return createDurableObjectWakeStore(this.#state.storage, deploymentFor(this.#env).idleCheckMs);
+    }
+
+    async fetch(request: Request): Promise<Response> {
+      const path = new URL(request.url).pathname;
+      const store = this.#store();
+      if (path === '/lower') {
+        const { at } = (await request.json()) as { at?: unknown };
+        await store.lower(typeof at === 'number' && Number.isFinite(at) ? at : Date.now());
+      } else {
+        // /cron, and /wake from an older Worker version: only make sure the alarm is where the state says.
+        await store.arm();
+      }
+      return new Response(null, { status: 204 });
+    }
+
+    async alarm(): Promise<void> {
+      const { skiplock, alarmTick } = deploymentFor(this.#env);
+      const store = this.#store();
+      try {
+        // The state is read and written through the store, which sets the next alarm.
+        const { concluded } = await skiplock.tickIfDue({ ...alarmTick, untilIdle: true, store });
+        if (concluded) await store.arm();
+        else await this.#state.storage.setAlarm(Date.now() + RETRY_AFTER_FAILURE_MS);
+      } catch (error) {
+        console.error('[skiplock] alarm tick failed', error);
+        await this.#state.storage.setAlarm(Date.now() + RETRY_AFTER_FAILURE_MS);
+      }
+    }
   };
 }

@@ -1,6 +1,9 @@
 /**
- * The long-running Node runner: serves the HTTP API and ticks every second, for self-hosting and
- * `npm run start:node`. `stop()` is the graceful shutdown: no new claims, running jobs get
+ * The long-running Node runner: serves the HTTP API and ticks when work is due, for self-hosting
+ * and `npm run start:node`. Its wake state is memory: every enqueue (from the HTTP API or from
+ * your code through the same skiplock) wakes its loop at the instant the job is due, each tick
+ * ends with the next due instant from the database, and between those it makes no statement but
+ * one safety check per idleCheckMs. `stop()` is the graceful shutdown: no new claims, running jobs get
  * `drainMs` to finish, the rest are released back to the queue (the tick's `signal`/`drainMs`).
  */
 import { serve } from '@hono/node-server';
@@ -9,6 +12,7 @@ import { createAppOrNotice } from '../../http/app.ts';
 import { isNotMigrated } from '../../runtime/schema-check.ts';
 import type { Skiplock } from '../../runtime/skiplock.ts';
 import type { TickOptions } from '../../runtime/tick.ts';
+import { sleep } from '../../runtime/wake.ts';
 
 export interface NodeRunnerOptions {
   skiplock: Skiplock;
@@ -26,7 +30,10 @@ export interface NodeRunnerOptions {
   tick?: TickOptions;
   /** Budget of /v1/tick and of the tick an enqueue starts, in ms. Default 30 000. */
   requestTickBudgetMs?: number;
-  /** Pause between two ticks once the queue is idle, in ms. Default 1 000. */
+  /**
+   * Deprecated, ignored: the loop sleeps until the next due instant (the wake state) instead of
+   * polling. The safety check for work written behind skiplock's back is the skiplock's idleCheckMs.
+   */
   intervalMs?: number;
   /** On stop: how long running jobs may take to finish before they are released, in ms. Default 10 000. */
   drainMs?: number;
@@ -41,12 +48,13 @@ export interface NodeRunner {
 
 // The loop's ticks must fit the longest job timeout an enqueue accepts (24 h); an idle tick ends early.
 const LOOP_BUDGET_MS = 24 * 3600 * 1000 + 60_000;
+/** After a failed tick (the database did not answer), the loop tries again this soon. */
+const RETRY_AFTER_FAILURE_MS = 5_000;
 
 export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeRunner> {
   const { skiplock } = options;
   const shutdown = new AbortController();
   const stopping = { signal: shutdown.signal, drainMs: options.drainMs ?? 10_000 };
-  const background = new Set<Promise<unknown>>();
   // A missing or short secret: the routes answer 503 naming it, and the loop still ticks.
   const app = createAppOrNotice({
     skiplock,
@@ -55,10 +63,14 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
     metricsToken: options.metricsToken,
     platform: 'node',
     tick: { ...options.tick, budgetMs: options.requestTickBudgetMs ?? 30_000, ...stopping },
-    // Node keeps running after the response; the runner only remembers the tick so that stop() waits for it.
-    runInBackground: (work) => {
-      background.add(work);
-      void work.finally(() => background.delete(work));
+    // No runInBackground: an enqueue wakes the loop below through the wake driver.
+  });
+  // The loop sleeps until the wake state's next instant; an enqueue for an earlier instant cuts it short.
+  let plannedAt: number | null = null;
+  let cutShort: () => void = () => {};
+  skiplock.setWakeDriver({
+    onDueWork(atMs) {
+      if (plannedAt === null || atMs < plannedAt) cutShort();
     },
   });
 
@@ -71,9 +83,26 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
 
   const loop = (async () => {
     while (!shutdown.signal.aborted) {
-      await skiplock.tick({ pollIntervalMs: 1_000, ...options.tick, budgetMs: LOOP_BUDGET_MS, untilIdle: true, ...stopping })
-        .catch((error: unknown) => isNotMigrated(error) || console.error('[skiplock] tick failed', error)); // not_migrated: logged once by the tick
-      await sleep(options.intervalMs ?? 1_000, shutdown.signal);
+      // Set before the tick: a wake during it makes the next sleep end at once.
+      let woken = false;
+      cutShort = () => {
+        woken = true;
+      };
+      plannedAt = Date.now();
+      const next = await skiplock
+        .tickIfDue({ pollIntervalMs: 1_000, ...options.tick, budgetMs: LOOP_BUDGET_MS, untilIdle: true, ...stopping })
+        .catch((error: unknown) => {
+          if (!isNotMigrated(error)) console.error('[skiplock] tick failed', error); // not_migrated: logged once by the tick
+          return { nextAtMs: Date.now() + RETRY_AFTER_FAILURE_MS };
+        });
+      if (woken || shutdown.signal.aborted) continue;
+      plannedAt = next.nextAtMs;
+      const wake = new AbortController();
+      cutShort = () => wake.abort();
+      const stop = () => wake.abort();
+      shutdown.signal.addEventListener('abort', stop, { once: true });
+      await sleep(next.nextAtMs === null ? Infinity : Math.max(0, next.nextAtMs - Date.now()), wake.signal);
+      shutdown.signal.removeEventListener('abort', stop);
     }
   })();
 
@@ -83,22 +112,10 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
     async stop() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       shutdown.abort();
-      await Promise.all([loop, ...background]);
+      await loop;
       // Keep-alive connections would hold close() open; no request is in flight any more.
       if ('closeAllConnections' in server) server.closeAllConnections();
       await closed;
     },
   };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }

@@ -13,7 +13,10 @@ import { createSkiplock, type Skiplock, type SkiplockConfig } from '../../runtim
 import type { TaskList } from '../../runtime/task-types.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
 import type { Sql } from '../../store/sql.ts';
-import { tickOptionsFromEnv } from '../env-options.ts';
+import type { TickOptions } from '../../runtime/tick.ts';
+import { createBackgroundTicks, type WakeDriver } from '../../runtime/wake.ts';
+import { createMemoryWakeStore, WAKE_EARLY_MS } from '../../runtime/wake-state.ts';
+import { idleCheckMsFromEnv, tickOptionsFromEnv } from '../env-options.ts';
 
 /** The variables the handlers read (process.env). */
 export interface VercelEnv {
@@ -24,6 +27,8 @@ export interface VercelEnv {
   TICK_BUDGET_MS?: string;
   TICK_CONCURRENCY?: string;
   TICK_POLL_INTERVAL_MS?: string;
+  /** The longest an idle deployment goes without a database check, in ms (0: never). Default one hour. */
+  IDLE_CHECK_MS?: string;
   /** Local development only: Neon's HTTP endpoint, pointed at the local Neon proxy. */
   NEON_FETCH_ENDPOINT?: string;
   [name: string]: string | undefined;
@@ -89,13 +94,32 @@ export function createNextHandlers<const Tasks extends TaskList>(options: Vercel
   return { GET: route, HEAD: route, POST: route, PUT: route, PATCH: route, DELETE: route, skiplock: handler.skiplock };
 }
 
+/**
+ * Work due now: a tick after the response (waitUntil), one chain per instance, from the user's own
+ * route as from the HTTP API. The wake state is the instance's memory (best effort).
+ */
+function vercelWakeDriver(skiplock: Skiplock, tick: TickOptions): WakeDriver {
+  const store = createMemoryWakeStore();
+  const background = createBackgroundTicks(() => skiplock.tickIfDue({ ...tick, untilIdle: true, store, force: true }), (_level, message, fields) => console.error(`[skiplock] ${message}`, fields));
+  return {
+    store,
+    onDueWork(atMs) {
+      if (atMs > Date.now() + WAKE_EARLY_MS) return undefined;
+      const work = background();
+      waitUntil(work);
+      return work;
+    },
+  };
+}
+
 function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, maxDuration: number): { skiplock: Skiplock<Tasks>; http: Mounted } {
   const { maxDuration: _, basePath, sql: sqlFor, env: givenEnv, ...config } = options;
   const env = givenEnv ?? (process.env as VercelEnv);
   if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
   const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL!, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
-  const skiplock = createSkiplock<Tasks>({ ...config, sql });
+  const skiplock = createSkiplock<Tasks>({ ...config, sql, idleCheckMs: idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs) });
   const tick = tickOptionsFromEnv(env, { budgetMs: maxDuration * 1000 - HEADROOM_MS, pollIntervalMs: 1_000 });
+  skiplock.setWakeDriver(vercelWakeDriver(skiplock, tick));
   // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the project's other routes work.
   const app = createAppOrNotice({
     skiplock,
@@ -105,7 +129,7 @@ function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, max
     platform: 'vercel',
     tick,
     maxJobTimeoutMs: longestJobTimeoutMs(tick), // every tick here has this budget: a longer job is refused at enqueue
-    runInBackground: (work) => waitUntil(work),
+    // No runInBackground: every write that makes due work starts its tick through the wake driver.
   });
   return { skiplock, http: mount(app, basePath) };
 }

@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { ALARM_INTERVAL_MS, tickAndPlanNext } from '../../src/runtime/alarm-ticker.ts';
+/**
+ * What a tick reports as next due (msUntilNextWork, the input of the wake state): every kind of
+ * due instant a deployment's ticks can act on, and nothing it cannot.
+ */
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
+import type { TickOptions } from '../../src/runtime/tick.ts';
 import { statement } from '../../src/store/sql.ts';
 import { msUntilNextWork } from '../../src/store/wakeup.ts';
 import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
@@ -11,9 +15,16 @@ let db: TestDb;
 let skiplock: Skiplock;
 const TICK = { budgetMs: 15_000, pollIntervalMs: 20 };
 
+/** A tick until idle, then what it would write as the wake state: ms until the next due work. */
+async function tickAndPlanNext(sk: Skiplock, options: TickOptions) {
+  const result = await sk.tick({ ...options, untilIdle: true });
+  return { result, nextInMs: await sk.msUntilNextWork(options) };
+}
+
 beforeAll(async () => {
   db = await createTestDb();
-  skiplock = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {} });
+  // Retention is a reason to wake too (its own test below): off here, so finished jobs are not.
+  skiplock = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, retention: false });
 });
 afterAll(() => db.drop());
 beforeEach(() => db.emptyJobs());
@@ -38,18 +49,32 @@ test('a job due later: wake up when it is due', async () => {
   expect(nextInMs).toBeLessThanOrEqual(30_000);
 });
 
-test('a retry due in under a second, or a job running elsewhere: tick again in a second', async () => {
+test('a job due in 200 ms, and a job running elsewhere: wake at the first, then at the lease expiry (the reaper)', async () => {
   await insert(`INSERT INTO skiplock.job (task, payload, run_at, timeout_ms) VALUES ('echo', '{"message":"x"}', now() + interval '200 milliseconds', 1000)`);
   await insert(`INSERT INTO skiplock.job (task, payload, status, attempts, locked_by, locked_until)
                 VALUES ('sleep', '{"ms":1}', 'RUNNING', 1, 'elsewhere', now() + interval '1 hour')`);
-  const first = await tickAndPlanNext(skiplock, { ...TICK, budgetMs: 100, marginMs: 50 });
-  expect(first.nextInMs).toBe(ALARM_INTERVAL_MS);
+  const first = await tickAndPlanNext(skiplock, TICK);
+  expect(first.result.claimed).toBe(0);
+  expect(first.nextInMs).toBeGreaterThan(0);
+  expect(first.nextInMs).toBeLessThanOrEqual(200);
   await new Promise((resolve) => setTimeout(resolve, 300));
   const second = await tickAndPlanNext(skiplock, TICK);
   expect(second.result.done).toBe(1);
-  // A job running elsewhere may fail any moment with a retry due in a second (the enqueue's own
-  // tick runs the first attempt): sleeping until its lease expires left that retry waiting.
-  expect(second.nextInMs).toBe(ALARM_INTERVAL_MS);
+  // The job running elsewhere: its own invocation reports how it ends (its tick writes the wake
+  // state too); if that invocation dies, its lease expiry is when the reaper can return it.
+  expect(second.nextInMs).toBeGreaterThan(3_590_000);
+  expect(second.nextInMs).toBeLessThanOrEqual(3_600_000);
+});
+
+test('finished jobs: the next retention pass, an hour after the oldest expires', async () => {
+  const keeping = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, retention: { doneMs: 60_000 } });
+  await insert(`INSERT INTO skiplock.job (task, payload, status, finished_at) VALUES ('echo', '{}', 'DONE', now() - interval '30 seconds')`);
+  // DEAD jobs are kept until a person acts (deadMs null): they never wake it.
+  await insert(`INSERT INTO skiplock.job (task, payload, status, finished_at, attempts) VALUES ('echo', '{}', 'DEAD', now() - interval '30 days', 1)`);
+  const ms = await keeping.msUntilNextWork(TICK);
+  expect(ms).toBeGreaterThan(3_600_000 + 29_000);
+  expect(ms).toBeLessThanOrEqual(3_600_000 + 30_000);
+  expect(await skiplock.msUntilNextWork(TICK)).toBeNull(); // retention: false
 });
 
 test('work this deployment cannot take does not keep the ticker awake', async () => {
@@ -78,7 +103,7 @@ test('the next due job is found among several priorities', async () => {
 
 test("the wake-up question uses the skiplock's own tick defaults, as its ticks do", async () => {
   // 4.5 s fits the 15 s of TICK, not the 5 s the skiplock gives its ticks by default.
-  const short = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, tick: { budgetMs: 5_000 } });
+  const short = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, tick: { budgetMs: 5_000 }, retention: false });
   await insert(`INSERT INTO skiplock.job (task, payload, timeout_ms) VALUES ('echo', '{"message":"x"}', 4500)`);
   expect(await short.msUntilNextWork()).toBeNull();
   expect(await skiplock.msUntilNextWork(TICK)).toBeLessThanOrEqual(0);
@@ -118,7 +143,7 @@ describe('schedules keep the ticker awake until their next instant', () => {
 
   test('a static per-10-seconds schedule, idle queue: wake up by its next instant, and it fires all six in a minute', async () => {
     const clock = clockAt(T0);
-    const ticker = createSkiplock({ sql: db.sql, tasks: exampleTasks, schedules: [every10s], log: () => {}, now: clock.now });
+    const ticker = createSkiplock({ sql: db.sql, tasks: exampleTasks, schedules: [every10s], log: () => {}, now: clock.now, retention: false });
     const first = await tickAndPlanNext(ticker, TICK);
     expect(first.nextInMs).not.toBeNull();
     expect(first.nextInMs!).toBeLessThanOrEqual(10_000);

@@ -1,0 +1,95 @@
+/** The options and dependencies of a tick (src/runtime/tick.ts), and their defaults in one place. */
+import type { Sql } from '../store/sql.ts';
+import type { Logger, WarnOnce } from './log.ts';
+import type { RunDeps } from './run-job.ts';
+import type { Tracing } from './tracing.ts';
+
+export interface TickOptions {
+  /** How long the tick may run, in ms from its start (the invocation's budget). Default 30 000. */
+  budgetMs?: number;
+  /** Return as soon as nothing is due and nothing runs, instead of polling until the budget ends. Default false. */
+  untilIdle?: boolean;
+  /** Handlers running at once. Default 10. */
+  concurrency?: number;
+  /**
+   * Kept free at the end of the budget: handlers are aborted `marginMs` before it ends, and no job
+   * is claimed whose timeout does not fit before that. Default 1 000.
+   */
+  marginMs?: number;
+  /**
+   * The longest job timeout any tick of this deployment can claim (on Cloudflare the cron's or
+   * the alarm's, not this HTTP tick's): a ctx.invoke of a child whose timeout is longer rejects
+   * with a PermanentError and enqueues nothing, as an HTTP enqueue of it is refused. Default:
+   * this tick's budgetMs − marginMs.
+   */
+  maxJobTimeoutMs?: number;
+  /** After an abort, how long a handler has to stop before it is abandoned; at most marginMs / 2, so that its result is written by the deadline. Default 250. */
+  abandonAfterMs?: number;
+  /**
+   * Wait between claims while the queue is empty, in ms. An idle tick makes at most one statement
+   * per pollIntervalMs on average: after a poll that took k statements (a reap, a firing) it
+   * waits k · pollIntervalMs, and a due reap takes a poll's place: an idle minute costs at most
+   * 60 statements at the default. Default 1 000.
+   */
+  pollIntervalMs?: number;
+  /** Lease for long jobs, renewed every third of it; short jobs get timeout + 5 s. Default 30 000. */
+  leaseMs?: number;
+  /** Reap expired leases at the start and at most this often (ms); 0 turns reaping off. Default 10 000. */
+  reapIntervalMs?: number;
+  /** Fire due schedules at the start and at most this often (ms); 0 fires only at the start. Default 1 000. */
+  fireIntervalMs?: number;
+  /** A name for this worker in locked_by; a random suffix is always added. Default "tick". */
+  workerName?: string;
+  /** Aborting it stops claiming; running handlers get `drainMs` to finish, then are released. */
+  signal?: AbortSignal;
+  /** See `signal`. Default 10 000. */
+  drainMs?: number;
+  /**
+   * When the budget began, as a `performance.now()` instant: an HTTP request's arrival, so that
+   * the work done before the tick (an enqueue) counts against the platform's limit. Default: when
+   * tick() is called. A value in the future or not finite is ignored.
+   */
+  startedAt?: number;
+}
+
+export interface TickDeps {
+  sql: Sql;
+  run: Omit<RunDeps, 'heartbeat' | 'abandonAfterMs' | 'sql' | 'now' | 'leaseMs' | 'leaseGraceMs' | 'remainingMs' | 'maxJobTimeoutMs'>;
+  /** The clock passed into SQL: null means the database's now(). Tests pass instants in. */
+  now: () => Date | null;
+  /**
+   * Fires due schedules, before the first claim and then, at most every fireIntervalMs, when the
+   * claiming statement says a schedule is due (see staticSchedules); returns how many jobs it created.
+   */
+  beforeClaim?: () => Promise<number>;
+  /**
+   * The static schedules beforeClaim fires. Given, the claiming statement also tells whether a
+   * schedule is due, and beforeClaim runs only then (one statement per idle poll, not two).
+   * Absent, beforeClaim runs every fireIntervalMs.
+   */
+  staticSchedules?: readonly string[];
+  /** Upkeep run beside the reaper (retention: pruning finished jobs, rate-limited by its owner); resolves true when it ran a statement. */
+  housekeeping?: () => Promise<boolean | void>;
+  log: Logger;
+  warnOnce: WarnOnce;
+  /** OpenTelemetry (src/runtime/tracing.ts): each attempt runs in its span. Default none. */
+  tracing?: Tracing | null;
+}
+
+export const TICK_DEFAULTS = {
+  budgetMs: 30_000,
+  untilIdle: false,
+  concurrency: 10,
+  marginMs: 1_000,
+  abandonAfterMs: 250,
+  pollIntervalMs: 1_000,
+  leaseMs: 30_000,
+  reapIntervalMs: 10_000,
+  fireIntervalMs: 1_000,
+  workerName: 'tick',
+  drainMs: 10_000,
+} as const;
+
+
+/** The options with their defaults filled in. */
+export type ResolvedTickOptions = Required<Omit<TickOptions, 'signal' | 'startedAt' | 'maxJobTimeoutMs'>> & Pick<TickOptions, 'signal' | 'startedAt' | 'maxJobTimeoutMs'>;

@@ -1,0 +1,159 @@
+/**
+ * The state of one tick (TickRun) and its "run" phase: starting handlers, keeping their leases
+ * (heartbeat), and collecting their outcomes as results to write. The loop and the other phases
+ * are in tick.ts and tick-flush.ts; they all read and change this one object.
+ */
+import { emptyTickResult, type Job, type TickResult } from '../core/types.ts';
+import { extendLeases, type FlowLimitRow } from '../store/jobs.ts';
+import { toBool } from '../store/rows.ts';
+import { flowLimits } from './flow-key.ts';
+import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
+import type { StoredStep } from './steps.ts';
+import { keyOf, runKey, type PendingResult } from './tick-results.ts';
+import { createWakeup, startClock } from './tick-timing.ts';
+import type { ResolvedTickOptions, TickDeps } from './tick-options.ts';
+
+export const LEASE_GRACE_MS = 5_000;
+
+
+export interface TickRun {
+  readonly deps: TickDeps;
+  readonly o: ResolvedTickOptions;
+  /** Milliseconds since the budget started. */
+  readonly elapsed: () => number;
+  /** Ms from the budget's start at which the tick ends (lowered by a stop). */
+  deadline: number;
+  readonly workerId: string;
+  /** Each claiming statement writes its own locked_by (workerId#n): a run's fence names its claim. */
+  claimNumber: number;
+  readonly taskNames: string[];
+  readonly limits: FlowLimitRow[];
+  readonly counts: TickResult;
+  /** Running handlers, by claim (runKey): a later run of the same job never shares an entry. */
+  readonly running: Map<string, RunningJob>;
+  /** Results to write; `progress` and `trace` go into the attempt's history entry. */
+  readonly pending: PendingResult[];
+  /** Set when a claiming statement failed (it may have committed): this worker may hold jobs it never saw. */
+  claimsUnseen: boolean;
+  claimEverLost: boolean;
+  readonly wakeup: ReturnType<typeof createWakeup>;
+  stopping: boolean;
+  deadlineReached: boolean;
+  lastReap: number;
+  lastFire: number;
+  /** Whether the last claiming statement saw a due schedule (always fire at the start). */
+  scheduleDue: boolean;
+  readonly probeSchedules: boolean;
+  queueEmpty: boolean;
+  failures: number;
+  /** Statements since the last idle wait: an idle tick waits pollIntervalMs per statement. */
+  statements: number;
+  readonly runDeps: RunDeps;
+}
+
+/** A new tick's state, its handlers' dependencies wired to it. */
+export function openTickRun(deps: TickDeps, o: ResolvedTickOptions): TickRun {
+  const run = {
+    deps,
+    o,
+    elapsed: startClock(o.startedAt),
+    deadline: o.budgetMs,
+    workerId: `${o.workerName}:${crypto.randomUUID()}`,
+    claimNumber: 0,
+    taskNames: [...deps.run.registry.keys()],
+    limits: flowLimits(deps.run.registry),
+    counts: emptyTickResult(),
+    running: new Map<string, RunningJob>(),
+    pending: [] as PendingResult[],
+    claimsUnseen: false,
+    claimEverLost: false,
+    wakeup: createWakeup(),
+    stopping: false,
+    deadlineReached: false,
+    lastReap: -Infinity,
+    lastFire: -Infinity,
+    scheduleDue: true,
+    probeSchedules: deps.beforeClaim !== undefined && deps.staticSchedules !== undefined,
+    queueEmpty: false,
+    failures: 0,
+    statements: 0,
+  } as Omit<TickRun, 'runDeps'> as TickRun;
+  (run as { runDeps: RunDeps }).runDeps = {
+    ...deps.run,
+    abandonAfterMs: Math.min(o.abandonAfterMs, o.marginMs / 2),
+    heartbeat: async (job) => (await heartbeat(run, [job])).has(keyOf(job)),
+    // Durable steps: their writes are fenced and extend the lease; they yield before the deadline.
+    sql: deps.sql,
+    now: deps.now,
+    leaseMs: o.leaseMs,
+    leaseGraceMs: LEASE_GRACE_MS,
+    remainingMs: () => run.deadline - o.marginMs - run.elapsed(),
+    maxJobTimeoutMs: o.maxJobTimeoutMs ?? o.budgetMs - o.marginMs,
+  };
+  return run;
+}
+
+/** Stop claiming: running handlers get drainMs, then the margin. */
+export function stopTickRun(run: TickRun): void {
+  run.stopping = true;
+  run.deadline = Math.min(run.deadline, run.elapsed() + run.o.drainMs + run.o.marginMs);
+  run.wakeup.wake();
+}
+
+/** Extends these jobs' leases; resolves to the runs (runKey) still held. Reported progress rides along. */
+export async function heartbeat(run: TickRun, jobs: readonly Job[]): Promise<Set<string>> {
+  const progress = jobs.map((j) => run.running.get(keyOf(j))?.progress.pending());
+  const rows = await run.deps.sql.query<{ id: string; locked_by: string; cancel_requested: boolean }>(
+    extendLeases({
+      now: run.deps.now(),
+      workerId: run.workerId,
+      jobs: jobs.map((j, i) => ({ id: j.id, attempt: j.attempts, locked_by: j.lockedBy ?? run.workerId, progress: progress[i] && { value: progress[i].value } })),
+      leaseMs: run.o.leaseMs,
+      leaseGraceMs: LEASE_GRACE_MS,
+    }),
+  );
+  const held = new Set(rows.map((r) => runKey(String(r.id), String(r.locked_by))));
+  for (const row of rows) if (toBool(row.cancel_requested)) run.running.get(runKey(String(row.id), String(row.locked_by)))?.stop('cancelled');
+  jobs.forEach((j, i) => progress[i] && held.has(keyOf(j)) && run.running.get(keyOf(j))?.progress.written(progress[i].version));
+  return held;
+}
+
+/** Renews every running job's lease every third of it; a job missing from the answer lost its lease. Returns the stop. */
+export function startHeartbeats(run: TickRun): () => void {
+  let heartbeating = false;
+  const timer = setInterval(async () => {
+    if (heartbeating || run.running.size === 0) return;
+    heartbeating = true;
+    const jobs = [...run.running.values()].map((r) => r.job);
+    try {
+      const held = await heartbeat(run, jobs);
+      // By claim: an answer about an earlier run of a job never stops its later run.
+      for (const job of jobs) if (!held.has(keyOf(job))) run.running.get(keyOf(job))?.stop('lease-lost');
+    } catch (error) {
+      run.deps.log('warn', 'heartbeat failed; leases not extended this time', { error: String(error) });
+    } finally {
+      heartbeating = false;
+    }
+  }, Math.max(100, Math.floor(run.o.leaseMs / 3)));
+  return () => clearInterval(timer);
+}
+
+/** The run phase: starts one claimed job's handler; its outcome joins `pending` when it settles. */
+export function startJob(run: TickRun, job: Job, steps?: readonly StoredStep[]): void {
+  const traced = run.deps.tracing?.runAttempt(job, () => runJob(job, run.runDeps, steps));
+  const handle = traced ?? runJob(job, run.runDeps, steps);
+  const key = keyOf(job);
+  run.running.set(key, handle);
+  void handle.settled.then((settled) => {
+    if (run.running.get(key) === handle) run.running.delete(key);
+    const progress = handle.progress.pending();
+    const trace = traced?.traceparent ?? null;
+    if (settled.kind !== 'lost') run.pending.push({ job, outcome: settled, trace, ...(progress && { progress: { value: progress.value } }) });
+    run.wakeup.wake();
+  });
+}
+
+/** What this worker holds and knows of: running, or with a result still to write. */
+export function knownJobIds(run: TickRun): string[] {
+  return [...new Set([...[...run.running.values()].map((r) => r.job.id), ...run.pending.map((p) => p.job.id)])];
+}

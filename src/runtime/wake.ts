@@ -1,0 +1,178 @@
+/**
+ * When ticks run. Two halves around the wake state (src/runtime/wake-state.ts):
+ *
+ *   dueWork(at) ... every skiplock write that creates or moves due work (and `wake()`): lowers the
+ *                   state, then asks the platform's driver to start a tick (now) or a wake-up (later)
+ *   tickIfDue() ... what a cron, an alarm, the Node loop run: read the state; nothing due → no
+ *                   statement; else tick until idle and write the state the database reports
+ *
+ * The state machine stays here; a platform adapter only says where the state lives (WakeDriver.store)
+ * and what "start a tick in the background" means there (WakeDriver.onDueWork).
+ */
+import { emptyTickResult, type TickResult } from '../core/types.ts';
+import type { Logger } from './log.ts';
+import type { TickOptions } from './tick.ts';
+import { concludeWakeState, createMemoryWakeStore, shouldTick, WAKE_EARLY_MS, type WakeReason, type WakeState, type WakeStore } from './wake-state.ts';
+
+export interface WakeDriver {
+  /** Where the wake state lives. Default: memory of this process (isolate). */
+  store?: WakeStore;
+  /**
+   * Work may be due at `atMs` (epoch ms, platform clock), already lowered into the store. Start a
+   * tick in the background of the current invocation when it is due now (atMs ≤ now +
+   * WAKE_EARLY_MS), or arrange a wake-up at atMs where the platform can (a Durable Object alarm,
+   * a timer). May return a promise (`wake()` waits for it); a throw or rejection is logged.
+   */
+  onDueWork?(atMs: number): void | Promise<unknown>;
+  /** The platform's clock, epoch ms. Default Date.now; tests compress time with their own. */
+  now?: () => number;
+}
+
+export interface TickIfDueOptions extends TickOptions {
+  /** The wake state to decide by and write, instead of the driver's (the Durable Object passes its own storage). */
+  store?: WakeStore;
+  /** Tick whatever the wake state says (GET /v1/tick, a person). Default false. */
+  force?: boolean;
+  /**
+   * Not due yet, but due within this many ms: wait for it and tick, again until this window
+   * closes (a minute invocation waiting inside its minute instead of polling). Default 0.
+   */
+  waitWithinMs?: number;
+}
+
+export interface TickIfDueResult {
+  /** Whether a tick ran (at least one). */
+  ticked: boolean;
+  /** Why the last decision was what it was. */
+  reason: WakeReason | 'forced';
+  /** What the ticks did (all zero when none ran). */
+  result: TickResult;
+  /** When to look again (epoch ms, platform clock): the wake state's next instant, or the next safety check; null: never. */
+  nextAtMs: number | null;
+  /** The tick left work due now (its budget ended with a backlog): start another invocation. */
+  backlog: boolean;
+  /** False when a tick ran but the wake state could not be written (the database did not say what is next). */
+  concluded: boolean;
+}
+
+export interface WakeDeps {
+  driver: () => WakeDriver;
+  idleCheckMs: number;
+  log: Logger;
+  /** The tick (skiplock.tick) with these options. */
+  tick(options: TickOptions): Promise<TickResult>;
+  /** Milliseconds until anything is due, from the database (one statement); null: nothing. */
+  dueInMs(options: TickOptions): Promise<number | null>;
+}
+
+export interface Waker {
+  store(): WakeStore;
+  dueWork(at?: Date | number): Promise<void>;
+  tickIfDue(options?: TickIfDueOptions): Promise<TickIfDueResult>;
+}
+
+export function createWaker(deps: WakeDeps): Waker {
+  const fallbackStore = createMemoryWakeStore();
+  const store = () => deps.driver().store ?? fallbackStore;
+  const now = () => deps.driver().now?.() ?? Date.now();
+  const warn = (what: string) => (error: unknown) => deps.log('warn', what, { error: String(error) });
+  const readFrom = (s: WakeStore): Promise<WakeState | null> => s.read().catch((error: unknown) => (warn('reading the wake state failed; checking the database')(error), null));
+
+  async function dueWork(at?: Date | number): Promise<void> {
+    const atMs = at === undefined ? now() : typeof at === 'number' ? at : at.getTime();
+    if (!Number.isFinite(atMs)) return;
+    // Both at once, the driver synchronously: a platform's waitUntil must be called while the
+    // invocation is still on (a user's route returns right after its enqueue). A background tick
+    // the driver starts for due-now work is forced, so it does not depend on the lower landing first.
+    const lowered = store().lower(atMs).catch(warn('lowering the wake state failed'));
+    const started = (async () => deps.driver().onDueWork?.(atMs))().catch(warn('starting a tick for due work failed'));
+    await Promise.all([lowered, started]);
+  }
+
+  /** One decision, and the tick it calls for: the state written from the database's answer. */
+  async function step(options: TickOptions, force: boolean, store: () => WakeStore) {
+    const read = () => readFrom(store());
+    const state = await read();
+    const decision = force ? { tick: true, reason: 'forced' as const, nextAtMs: null } : shouldTick(state, now(), deps.idleCheckMs);
+    if (!decision.tick) return { ...decision, result: null, backlog: false, concluded: true };
+    const result = await deps.tick(options);
+    let backlog = false;
+    let concluded = false;
+    try {
+      const dueIn = await deps.dueInMs(options);
+      backlog = dueIn !== null && dueIn <= 0;
+      await store().write(concludeWakeState(dueIn, now()), state?.version ?? -1);
+      concluded = true;
+    } catch (error) {
+      // The state keeps saying "due": the next trigger ticks again.
+      warn('asking when work is next due failed; the next trigger ticks again')(error);
+    }
+    const after = shouldTick(await read(), now(), deps.idleCheckMs);
+    return { tick: true, reason: decision.reason, nextAtMs: after.tick ? now() : after.nextAtMs, result, backlog, concluded };
+  }
+
+  async function tickIfDue(options: TickIfDueOptions = {}): Promise<TickIfDueResult> {
+    const { force = false, waitWithinMs = 0, store: given, ...tickOptions } = options;
+    const storeOf = given ? () => given : store;
+    const until = now() + waitWithinMs;
+    const total = emptyTickResult();
+    let ticked = false;
+    for (let first = true; ; first = false) {
+      const s = await step(tickOptions, force && first, storeOf);
+      if (s.result) {
+        ticked = true;
+        for (const key of Object.keys(total) as (keyof TickResult)[]) total[key] += s.result[key];
+      }
+      const done = { ticked, reason: s.reason, result: total, nextAtMs: s.nextAtMs, backlog: s.backlog, concluded: s.concluded };
+      // Wait inside the window for the next instant, unless the tick left a backlog (others take it).
+      if (s.backlog || !s.concluded || s.nextAtMs === null || s.nextAtMs > until || tickOptions.signal?.aborted) return done;
+      await sleep(Math.max(0, s.nextAtMs - now() - WAKE_EARLY_MS), tickOptions.signal);
+    }
+  }
+
+  return { store, dueWork, tickIfDue };
+}
+
+/**
+ * One background tick at a time per process (isolate): a request while one runs marks it to run
+ * again when it ends, so a burst of enqueues costs one tick chain, and none is missed (an enqueue
+ * seen after the running tick's last claim is picked up by the rerun). Resolves when the chain ends.
+ */
+export function createBackgroundTicks(run: () => Promise<unknown>, log: Logger): () => Promise<void> {
+  let chain: Promise<void> | null = null;
+  let again = false;
+  return () => {
+    if (chain) {
+      again = true;
+      return chain;
+    }
+    chain = (async () => {
+      try {
+        do {
+          again = false;
+          await run().catch((error: unknown) => log('error', 'background tick failed', { error: String(error) }));
+        } while (again);
+      } finally {
+        chain = null;
+      }
+    })();
+    return chain;
+  };
+}
+
+/** The longest setTimeout delay (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A sleep an abort ends early. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, Math.min(ms, MAX_TIMER_MS));
+    signal?.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}

@@ -1,0 +1,182 @@
+/**
+ * The wake state and the due-work hook, on a real database with the platform clock injected (so
+ * an idle hour passes at once): an invocation with nothing due makes no statement; every write
+ * that makes due work reaches the hook with its instant; a safety check per idleCheckMs.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { createSkiplock } from '../../src/runtime/skiplock.ts';
+import type { Sql, Statement } from '../../src/store/sql.ts';
+import { createMemoryWakeStore, mergeWrite, shouldTick, WAKE_EARLY_MS } from '../../src/runtime/wake-state.ts';
+import { exampleTasks } from '../../src/tasks/examples.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+import { createTestApp, type TestApp } from '../http/helpers.ts';
+
+const HOUR = 3_600_000;
+
+describe('shouldTick', () => {
+  test('unknown, due, safety check, not due', () => {
+    expect(shouldTick(null, 1_000, HOUR)).toMatchObject({ tick: true, reason: 'unknown' });
+    expect(shouldTick({ dueAt: 5_000, checkedAt: null, version: 0 }, 1_000, HOUR)).toMatchObject({ tick: true, reason: 'unknown' });
+    expect(shouldTick({ dueAt: 1_000 + WAKE_EARLY_MS, checkedAt: 0, version: 0 }, 1_000, HOUR)).toMatchObject({ tick: true, reason: 'due' });
+    expect(shouldTick({ dueAt: null, checkedAt: 0, version: 0 }, HOUR, HOUR)).toMatchObject({ tick: true, reason: 'idle-check' });
+    expect(shouldTick({ dueAt: 9_000, checkedAt: 0, version: 0 }, 1_000, HOUR)).toEqual({ tick: false, reason: 'not-due', nextAtMs: 9_000 });
+    expect(shouldTick({ dueAt: null, checkedAt: 0, version: 0 }, 1_000, HOUR)).toEqual({ tick: false, reason: 'not-due', nextAtMs: HOUR });
+    expect(shouldTick({ dueAt: null, checkedAt: 0, version: 0 }, 10 * HOUR, 0)).toEqual({ tick: false, reason: 'not-due', nextAtMs: null });
+  });
+
+  test("a tick's write never raises an instant lowered while it ran", () => {
+    const stored = { dueAt: 2_000, checkedAt: 0, version: 4 };
+    expect(mergeWrite(stored, { dueAt: 50_000, checkedAt: 1_000 }, 4)).toEqual({ dueAt: 50_000, checkedAt: 1_000, version: 5 });
+    expect(mergeWrite(stored, { dueAt: 50_000, checkedAt: 1_000 }, 3)).toEqual({ dueAt: 2_000, checkedAt: 1_000, version: 5 });
+  });
+
+  test('a lower on an unknown state keeps it unknown, and a tick started from it keeps the instant', async () => {
+    const store = createMemoryWakeStore();
+    await store.lower(7_000);
+    expect(store.peek()).toEqual({ dueAt: 7_000, checkedAt: null, version: 0 });
+    await store.write({ dueAt: null, checkedAt: 1_000 }, -1);
+    expect(store.peek()!.dueAt).toBe(7_000);
+  });
+});
+
+let db: TestDb;
+beforeAll(async () => {
+  db = await createTestDb();
+});
+afterAll(() => db.drop());
+beforeEach(() => db.emptyJobs());
+
+/** A skiplock whose platform clock is `clock.t`, counting statements and the hook's calls. */
+function harness(idleCheckMs = HOUR) {
+  const clock = { t: Date.now() };
+  const calls: number[] = [];
+  let statements = 0;
+  const sql: Sql = { ...db.sql, query: (s: Statement) => ((statements += 1), db.sql.query(s)) } as Sql;
+  const store = createMemoryWakeStore();
+  const skiplock = createSkiplock({
+    sql,
+    tasks: exampleTasks,
+    log: () => {},
+    idleCheckMs,
+    wake: { store, now: () => clock.t, onDueWork: (at) => void calls.push(at) },
+  });
+  const tick = { budgetMs: 30_000, pollIntervalMs: 10, untilIdle: true };
+  return { skiplock, clock, calls, store, statements: () => statements, reset: () => (statements = 0), tick };
+}
+
+test('an idle hour: one database check, then no statement until the safety check', async () => {
+  const h = harness();
+  const first = await h.skiplock.tickIfDue(h.tick);
+  expect(first).toMatchObject({ ticked: true, reason: 'unknown' });
+  const firstCost = h.statements();
+  h.reset();
+  // A cron each minute for an hour (compressed): none ticks, none makes a statement.
+  for (let minute = 1; minute < 60; minute += 1) {
+    h.clock.t += 60_000;
+    expect(await h.skiplock.tickIfDue(h.tick)).toMatchObject({ ticked: false, reason: 'not-due' });
+  }
+  expect(h.statements()).toBe(0);
+  h.clock.t += 60_000;
+  expect(await h.skiplock.tickIfDue(h.tick)).toMatchObject({ ticked: true, reason: 'idle-check' });
+  console.log(`idle hour, default idleCheckMs: ${h.statements()} statements (the first check: ${firstCost})`);
+  expect(h.statements()).toBeLessThanOrEqual(6);
+});
+
+test('idleCheckMs 0: an idle deployment never looks at the database again', async () => {
+  const h = harness(0);
+  await h.skiplock.tickIfDue(h.tick);
+  h.reset();
+  h.clock.t += 100 * HOUR;
+  expect(await h.skiplock.tickIfDue(h.tick)).toMatchObject({ ticked: false, nextAtMs: null });
+  expect(h.statements()).toBe(0);
+});
+
+test('a delayed job: the hook hears its runAt; nothing is done before it, and it runs at it', async () => {
+  const h = harness();
+  await h.skiplock.tickIfDue(h.tick);
+  const runAt = new Date(Date.now() + 800);
+  const job = await h.skiplock.enqueue({ task: 'echo', payload: { message: 'later' }, runAt });
+  expect(h.calls).toEqual([runAt.getTime()]);
+  h.reset();
+  expect(await h.skiplock.tickIfDue(h.tick)).toMatchObject({ ticked: false, nextAtMs: runAt.getTime() });
+  expect(h.statements()).toBe(0);
+  await new Promise((resolve) => setTimeout(resolve, runAt.getTime() - Date.now() + 20));
+  h.clock.t = Date.now();
+  const due = await h.skiplock.tickIfDue(h.tick);
+  expect(due).toMatchObject({ ticked: true, reason: 'due' });
+  expect(await h.skiplock.getJob(job.id)).toMatchObject({ status: 'DONE' });
+});
+
+test("a tick ends by writing the next due instant from the database: a retry's backoff", async () => {
+  const h = harness();
+  await h.skiplock.enqueue({ task: 'flaky', payload: { failTimes: 1 } });
+  const before = h.clock.t;
+  const r = await h.skiplock.tickIfDue(h.tick);
+  expect(r.result.retried).toBe(1);
+  const state = h.store.peek()!;
+  expect(state.checkedAt).toBe(before);
+  // flaky's backoff: 1 s ± 20 %, measured by the database and placed on the platform's clock.
+  expect(state.dueAt! - before).toBeGreaterThanOrEqual(700);
+  expect(state.dueAt! - before).toBeLessThanOrEqual(1_300);
+  expect(r.nextAtMs).toBe(state.dueAt);
+});
+
+test('every write that makes due work reaches the hook, with its instant', async () => {
+  const h = harness();
+  const t0 = Date.now();
+  await h.skiplock.enqueue({ task: 'echo', payload: { message: 'now' } });
+  await h.skiplock.enqueue({ task: 'echo', payload: { message: 'in 5 s' }, delayMs: 5_000 });
+  await h.skiplock.enqueueBatch([{ task: 'echo', payload: { message: 'b' }, delayMs: 9_000 }, { task: 'echo', payload: { message: 'b' }, delayMs: 3_000 }]);
+  const replay = { task: 'echo', payload: { message: 'k' }, idempotencyKey: 'same' } as const;
+  await h.skiplock.enqueue(replay);
+  await h.skiplock.enqueue(replay); // a replay makes nothing new
+  expect(h.calls).toHaveLength(4);
+  expect(h.calls[0]! - t0).toBeLessThan(1_000);
+  expect(h.calls[1]! - t0).toBeGreaterThanOrEqual(5_000);
+  expect(h.calls[2]! - t0).toBeGreaterThanOrEqual(3_000); // the batch: its earliest job
+  expect(h.calls[2]! - t0).toBeLessThan(4_000);
+  h.calls.length = 0;
+  const later = await h.skiplock.enqueue({ task: 'echo', payload: { message: 'x' }, delayMs: 60_000 });
+  h.calls.length = 0;
+  await h.skiplock.rescheduleJob(later.id, { delayMs: 0 }); // run now
+  expect(h.calls).toHaveLength(1);
+  await h.skiplock.putSchedule('every-minute', { cron: '* * * * *', task: 'echo', payload: { message: 's' } });
+  expect(h.calls).toHaveLength(2);
+  await h.skiplock.pauseTask('echo');
+  await h.skiplock.resumeTask('echo');
+  expect(h.calls).toHaveLength(3);
+  for (const at of h.calls) expect(Math.abs(at - Date.now())).toBeLessThan(2_000);
+  await h.skiplock.deleteSchedule('every-minute');
+  // wake(at) from outside: the same hook; a bad instant is refused.
+  h.calls.length = 0;
+  const at = new Date(Date.now() + 42_000);
+  await h.skiplock.wake(at);
+  expect(h.calls).toEqual([at.getTime()]);
+  await expect(h.skiplock.wake(new Date(Number.NaN))).rejects.toMatchObject({ code: 'invalid_request' });
+});
+
+describe('POST /v1/wake', () => {
+  let t: TestApp;
+  const heard: number[] = [];
+  beforeAll(async () => {
+    t = await createTestApp({ skiplock: { wake: { onDueWork: (at) => void heard.push(at) } } });
+  });
+  afterAll(() => t.close());
+
+  test('authenticated; body optional (default now); { at } lowers to that instant; a bad at is 400 and wakes nothing', async () => {
+    expect((await t.call('POST', '/v1/wake', { token: null })).status).toBe(401);
+    const before = Date.now();
+    const none = await t.call('POST', '/v1/wake');
+    expect(none.status).toBe(202);
+    expect(heard.at(-1)).toBeGreaterThanOrEqual(before);
+    const at = '2030-01-01T00:00:00.000Z';
+    const given = await t.call('POST', '/v1/wake', { body: { at } });
+    expect(given.status).toBe(202);
+    expect(await given.json()).toEqual({ at });
+    expect(heard.at(-1)).toBe(Date.parse(at));
+    const count = heard.length;
+    for (const body of [{ at: 'tomorrow' }, { at: 5 }, { when: 'now' }, '{not json'])
+      expect((await t.call('POST', '/v1/wake', { body })).status, JSON.stringify(body)).toBe(400);
+    expect(heard).toHaveLength(count);
+  });
+});
