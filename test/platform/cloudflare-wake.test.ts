@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { statement } from '../../src/store/sql.ts';
 import { startWorkerUnderTest, type WorkerUnderTest } from './worker-under-test.ts';
 
-const TOKEN = 'wake-test-token';
+const TOKEN = 'wake-test-token-0123456789';
 let under: WorkerUnderTest;
 
 beforeAll(async () => {
