@@ -58,8 +58,12 @@ export type Outcome =
    * (`runAt` null: due now). The attempt is given back; last_error is kept.
    */
   | { kind: 'suspend'; runAt: string | null }
-  /** ctx.invoke: WAITING until the children end (QUEUED at once if they all have). The attempt is given back. */
-  | { kind: 'wait' };
+  /**
+   * ctx.invoke: WAITING until the children end (QUEUED at once if they all have). ctx.waitForEvent
+   * and waitForCallback (`events`): WAITING until the wait completes, or with a timeout QUEUED
+   * until `runAt` (database time as ISO text), like a sleep. The attempt is given back.
+   */
+  | { kind: 'wait'; runAt?: string | null; events?: boolean };
 
 export function done(result: unknown, state?: { value: unknown }): Outcome {
   return { kind: 'done', result: result === undefined ? null : result, ...(state && { state }) };

@@ -30,6 +30,10 @@ import { checkWaitMs, waitForJob, type WaitResult } from './wait-for-job.ts';
 import { createRestart, type RestartOptions } from './restart.ts';
 import { createBulk, type BulkInput, type BulkResult } from './bulk.ts';
 import { createReplayCheck, type CheckReplayInput, type CheckReplayResult } from './replay.ts';
+import { createCallbackSigner, type CallbackOptions } from './callback-token.ts';
+import { EVENT_LIMITS, listEventsWith, sendEventWith, type SendEventInput, type SendEventResult, type StoredEvent } from './events.ts';
+import { completeCallback } from '../store/events.ts';
+import { pruneEvents } from '../store/events.ts';
 
 export type { Logger };
 
@@ -77,6 +81,11 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
    * lazy import. `false` turns tracing off.
    */
   otel?: OtelOption;
+  /**
+   * Callback URLs (ctx.createCallback): the HMAC secret of their tokens and the public base URL
+   * they start with (src/runtime/callback-token.ts). Default: none — ctx.createCallback fails.
+   */
+  callbacks?: CallbackOptions;
 }
 
 export interface EnqueueAndWaitOptions {
@@ -106,6 +115,8 @@ export interface RetentionOptions {
   deadMs?: number | null;
   /** At most this many rows per call. Default 10 000. */
   limit?: number;
+  /** Delete events stored longer ago than this (ms); waits match only events still kept. Default 7 days. */
+  eventsMs?: number;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -197,6 +208,22 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
   ensureSchema(): Promise<void>;
   /** The database's schema against this skiplock's: applied, expected, missing (one statement). */
   schemaStatus(): Promise<SchemaStatus>;
+  /**
+   * Sends an event (docs/steps.md, "Events"), in one transaction: stores it, completes every
+   * ctx.waitForEvent waiting for it (their jobs due now), starts the jobs of the tasks defined with
+   * `on:` its name, and cancels the jobs whose cancelOn it matches. The same idempotencyKey again
+   * answers the first send's result (`created` false) and writes nothing. SkiplockError
+   * invalid_request for a bad name, key or data (nothing written).
+   */
+  sendEvent(input: SendEventInput): Promise<SendEventResult>;
+  /** Stored events, newest first (`cursor`: the last page's nextCursor). */
+  listEvents(query?: { name?: string; key?: string; cursor?: string; limit?: number }): Promise<{ events: StoredEvent[]; nextCursor: string | null }>;
+  /**
+   * A POST to a callback URL: `token` is the URL's last segment. `completed` (its job wakes with
+   * `{ data }`), `used` (already completed, or timed out: nothing written), or `unknown` (a wrong
+   * token, or no such callback).
+   */
+  completeCallback(token: string, data: unknown): Promise<'completed' | 'used' | 'unknown'>;
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
@@ -224,6 +251,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     const [row] = await sql.query(getJob({ id }));
     return row ? mapJob(row) : undefined;
   };
+  const callbacks = config.callbacks ? createCallbackSigner(config.callbacks) : undefined;
   // An unmigrated database fails every poll of every tick the same way: said once per instance.
   let notMigratedSaid = false;
   const sayNotMigrated = (text: string) => {
@@ -238,7 +266,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     else log(level, message, fields);
   };
   const runTick = async (options?: TickOptions) => {
-    const deps = { sql, now, log: tickLog, warnOnce, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, staticSchedules, housekeeping, tracing: await tracing() };
+    const deps = { sql, now, log: tickLog, warnOnce, run: { registry, enqueue, callbacks }, beforeClaim: schedules.fireDueSchedules, staticSchedules, housekeeping, tracing: await tracing() };
     try {
       return await tickMetrics.measure(() => tick(deps, { ...config.tick, ...options }));
     } catch (error) {
@@ -257,7 +285,8 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
         limit: options.limit ?? 10_000,
       }),
     );
-    return Number(row?.deleted ?? 0);
+    const [events] = await sql.query(pruneEvents({ now: now(), maxAgeMs: options.eventsMs ?? EVENT_LIMITS.retentionMs, limit: options.limit ?? 10_000 }));
+    return Number(row?.deleted ?? 0) + Number(events?.deleted ?? 0);
   };
   // Retention by the ticks themselves, at most once a minute per process: serverless deployments
   // run nothing else. (A local rate limit only; the ages are measured in SQL.)
@@ -314,6 +343,16 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     ensureSchema: schema.ensure,
     schemaStatus: schema.status,
     tickTotals: tickMetrics.totals,
+    sendEvent: async (input) => sendEventWith(sql, registry, now(), input, await traceparent()),
+    listEvents: (query = {}) => listEventsWith(sql, query),
+    async completeCallback(token, data) {
+      const named = typeof token === 'string' ? await callbacks?.verify(token) : null;
+      if (!named) return 'unknown';
+      const text = data === undefined ? null : JSON.stringify(data);
+      const [row] = await sql.query(completeCallback({ now: now(), jobId: named.jobId, id: named.stepId, data: text ?? null }));
+      if (Number(row?.completed ?? 0) === 1) return 'completed';
+      return row?.status === null || row?.status === undefined ? 'unknown' : 'used';
+    },
     ...createAdminOperations(sql, now, registry),
     ...createRestart(sql, now, registry),
     ...createBulk(sql, now),
