@@ -214,3 +214,49 @@ describe('on: and cancelOn', () => {
     expect(await status(other.id)).toBe('QUEUED');
   });
 });
+
+describe('the race of a send and a wait registration', () => {
+  test('a wait registered while a send is uncommitted waits for it (the lock) and takes its event; a send while a registration is uncommitted wakes it', async () => {
+    const { default: pg } = await import('pg');
+    const { eventLock, sendEvent } = await import('../../src/store/events.ts');
+    const s = make([waiter()]);
+    // 1. The send holds its lock, its event stored but not committed, while the job reaches its wait.
+    const job = await s.enqueue({ task: 'waiter', payload: { key: 'race-1' } });
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      for (const st of [eventLock({ name: 'order.paid', key: 'race-1', for: 'send' }), sendEvent({ now: null, name: 'order.paid', key: 'race-1', data: '"held"', idempotencyKey: null, triggered: [], refused: null })])
+        await client.query(st.text, st.values as unknown[]);
+      const ticking = tickIdle(s);
+      await sleep(300);
+      // The registration is blocked on the lock: the job is still RUNNING.
+      expect((await s.getJob(job.id))!.status).toBe('RUNNING');
+      await client.query('COMMIT');
+      await ticking;
+    } finally {
+      await client.end();
+    }
+    expect((await s.getJob(job.id))!.result).toMatchObject({ got: [{ data: 'held' }] });
+
+    // 2. The registration holds the lock (as its batch does), uncommitted, while the send runs.
+    const second = await s.enqueue({ task: 'waiter', payload: { key: 'race-2' } });
+    await tickIdle(s);
+    expect((await s.getJob(second.id))!.status).toBe('WAITING');
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      const lock = eventLock({ name: 'order.paid', key: 'race-2', for: 'wait' });
+      await holder.query(lock.text, lock.values as unknown[]);
+      const sending = s.sendEvent({ name: 'order.paid', key: 'race-2', data: 'late' });
+      await sleep(300);
+      await holder.query('COMMIT');
+      expect((await sending).woken).toBe(1);
+    } finally {
+      await holder.end();
+    }
+    await tickIdle(s);
+    expect((await s.getJob(second.id))!.result).toMatchObject({ got: [{ data: 'late' }] });
+  });
+});
