@@ -132,3 +132,19 @@ describe('fast resume', () => {
     }
   });
 });
+
+describe('the dashboard', () => {
+  test('the job page says what a job waits for; /events lists events with what they did', async () => {
+    const { getPage, logIn } = await import('./dashboard-support.ts');
+    const cookie = await logIn(t);
+    const waiting = await t.skiplock.enqueue({ task: 'approval', payload: { order: 'o-77' } });
+    await t.skiplock.tick({ untilIdle: true, budgetMs: 5_000, pollIntervalMs: 10 });
+    const page = await (await getPage(t, `/jobs/${waiting.id}`, cookie)).text();
+    expect(page).toContain('waiting for event <code>order.paid</code> key <code>o-77</code>');
+    expect(page).toContain('with no timeout');
+    await t.skiplock.sendEvent({ name: 'order.paid', key: 'o-77', data: { amount: 3 } });
+    const events = await (await getPage(t, '/events', cookie)).text();
+    expect(events).toMatch(/<tr data-event="\d+">[\s\S]*order\.paid[\s\S]*o-77[\s\S]*<td class="num">1<\/td>/);
+    await drain();
+  });
+});
