@@ -112,6 +112,19 @@ describe('the Worker in workerd', () => {
     expect(firings.find((f) => (f.scheduled_for as Date).getTime() === (updated!.instant as Date).getTime())).toMatchObject({ jobs: 1, done: true });
   });
 
+  test('events: a workflow WAITING for an event holds no invocation; POST /v1/events resumes it at once (a tick under ctx.waitUntil)', async () => {
+    const response = await api('/v1/jobs', { method: 'POST', body: JSON.stringify({ task: 'await-payment', payload: { orderId: 'o-workerd' } }) });
+    expect(response.status).toBe(201);
+    const { job: created } = (await response.json()) as { job: { id: string } };
+    expect((await waitForStatus(created.id, 'WAITING', 5_000)).status).toBe('WAITING');
+    const sent = await api('/v1/events', { method: 'POST', body: JSON.stringify({ name: 'order.paid', key: 'o-workerd', data: { amount: 9 } }) });
+    expect(sent.status).toBe(201);
+    const { id, woken } = (await sent.json()) as { id: string; woken: number };
+    expect(woken).toBe(1);
+    const done = await waitForStatus(created.id, 'DONE', 5_000);
+    expect(done).toMatchObject({ status: 'DONE', result: { orderId: 'o-workerd', paid: { data: { amount: 9 }, eventId: id } } });
+  });
+
   test('durable steps: a workflow sleeping 5 s holds no invocation, and the minute invocation resumes it within its poll interval of waking', async () => {
     const response = await api('/v1/jobs', { method: 'POST', body: JSON.stringify({ task: 'signup-workflow', payload: { email: 'ada@example.com', waitMs: 5_000 } }) });
     expect(response.status).toBe(201);
