@@ -13,7 +13,9 @@
  *     │  │              │ │                           steps: due now; the attempt is given back)
  *     │  │              │ └────wait────────▶ WAITING (ctx.invoke: until its children end; QUEUED
  *     │  │              │                              at once when they all ended already)
- *     │  │            WAITING ──last child ends (fan-in)──▶ QUEUED (due now)
+ *     │  │              │                              ctx.waitForEvent/waitForCallback: WAITING, or
+ *     │  │              │                              with a timeout QUEUED until it, like a sleep)
+ *     │  │            WAITING ──last child ends (fan-in), or its event/callback arrives──▶ QUEUED (due now)
  *     │  │              └──cancel (by a person)──▶ CANCELLED, with its QUEUED/WAITING descendants
  *     │  └──cancel──▶ CANCELLED
  *     └──────retry (by a person)──── DEAD | CANCELLED
