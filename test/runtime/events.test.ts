@@ -260,3 +260,25 @@ describe('the race of a send and a wait registration', () => {
     expect((await s.getJob(second.id))!.result).toMatchObject({ got: [{ data: 'late' }] });
   });
 });
+
+describe('with ctx.patched', () => {
+  test('a patch marker reached before a wait is recorded with the wait: the run after the event answers true again', async () => {
+    const task = defineTask({
+      name: 'patched-waiter',
+      payload: z.object({}),
+      timeoutMs: 2_000,
+      handler: async (_p, ctx) => {
+        const patched = ctx.patched('new-path');
+        const got = await ctx.waitForEvent('w', { event: 'order.paid', key: 'patched' });
+        return { patched, got: got?.data };
+      },
+    });
+    const s = make([task]);
+    const job = await s.enqueue({ task: 'patched-waiter', payload: {} });
+    await tickIdle(s);
+    expect((await rows(`SELECT id, kind FROM skiplock.job_step WHERE job_id = $1 ORDER BY seq`, [job.id])).map((r) => r.kind)).toEqual(['patch', 'event']);
+    await s.sendEvent({ name: 'order.paid', key: 'patched', data: 1 });
+    await tickIdle(s);
+    expect((await s.getJob(job.id))!.result).toEqual({ patched: true, got: 1 });
+  });
+});
