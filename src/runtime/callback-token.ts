@@ -8,14 +8,14 @@ import { permanentTypeError } from '../core/errors.ts';
 export interface CallbackOptions {
   /**
    * The HMAC key of callback tokens: at least 16 characters, kept secret. Changing it makes every
-   * callback URL handed out before it invalid (404). The platform entry points use CALLBACK_SECRET,
-   * or else API_TOKEN.
+   * callback URL handed out before it invalid (404). The Cloudflare and Vercel entry points use
+   * CALLBACK_SECRET, or else API_TOKEN.
    */
   secret: string;
   /**
    * Where this deployment's HTTP API is reached from outside, e.g. `https://jobs.example.com` (or
-   * with the prefix the app is mounted under): callback URLs start with it. The platform entry
-   * points use PUBLIC_URL.
+   * with the prefix the app is mounted under): callback URLs start with it. The Cloudflare and
+   * Vercel entry points use PUBLIC_URL and append their base path.
    */
   publicUrl: string;
 }
@@ -82,5 +82,5 @@ export function createCallbackSigner(options: CallbackOptions): CallbackSigner {
 
 /** ctx.createCallback without the option: a mistake no retry fixes. */
 export function callbacksNotConfigured(): Error {
-  return permanentTypeError('ctx.createCallback needs callback URLs configured: createSkiplock({ callbacks: { secret, publicUrl } }) (CALLBACK_SECRET and PUBLIC_URL on the platform entry points)');
+  return permanentTypeError('ctx.createCallback needs callback URLs configured: createSkiplock({ callbacks: { secret, publicUrl } }) (PUBLIC_URL and CALLBACK_SECRET on the Cloudflare and Vercel entry points)');
 }

@@ -13,10 +13,10 @@ import { createSkiplock, type Skiplock, type SkiplockConfig } from '../../runtim
 import type { TaskList } from '../../runtime/task-types.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
 import type { Sql } from '../../store/sql.ts';
-import { tickOptionsFromEnv } from '../env-options.ts';
+import { callbacksFromEnv, tickOptionsFromEnv, type CallbackEnv } from '../env-options.ts';
 
 /** The variables the handlers read (process.env). */
-export interface VercelEnv {
+export interface VercelEnv extends CallbackEnv {
   DATABASE_URL?: string;
   API_TOKEN?: string;
   CRON_SECRET?: string;
@@ -94,7 +94,7 @@ function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, max
   const env = givenEnv ?? (process.env as VercelEnv);
   if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
   const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL!, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
-  const skiplock = createSkiplock<Tasks>({ ...config, sql });
+  const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), ...config, sql });
   const tick = tickOptionsFromEnv(env, { budgetMs: maxDuration * 1000 - HEADROOM_MS, pollIntervalMs: 1_000 });
   // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the project's other routes work.
   const app = createAppOrNotice({
