@@ -33,7 +33,6 @@ import { createReplayCheck, type CheckReplayInput, type CheckReplayResult } from
 import { createCallbackSigner, type CallbackOptions } from './callback-token.ts';
 import { EVENT_LIMITS, listEventsWith, sendEventWith, type SendEventInput, type SendEventResult, type StoredEvent } from './events.ts';
 import { completeCallback } from '../store/events.ts';
-import { pruneEvents } from '../store/events.ts';
 
 export type { Logger };
 
@@ -283,10 +282,10 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
         cancelledMs: options.cancelledMs ?? 7 * DAY_MS,
         deadMs: options.deadMs ?? null,
         limit: options.limit ?? 10_000,
+        eventsMs: options.eventsMs ?? EVENT_LIMITS.retentionMs,
       }),
     );
-    const [events] = await sql.query(pruneEvents({ now: now(), maxAgeMs: options.eventsMs ?? EVENT_LIMITS.retentionMs, limit: options.limit ?? 10_000 }));
-    return Number(row?.deleted ?? 0) + Number(events?.deleted ?? 0);
+    return Number(row?.deleted ?? 0) + Number(row?.deleted_events ?? 0);
   };
   // Retention by the ticks themselves, at most once a minute per process: serverless deployments
   // run nothing else. (A local rate limit only; the ages are measured in SQL.)

@@ -205,17 +205,7 @@ export function listEvents(p: { name: string | null; key: string | null; beforeI
   );
 }
 
-/** Retention: events older than `maxAgeMs`, at most `limit` of them (the oldest). */
-export function pruneEvents(p: { now: Clock; maxAgeMs: number; limit: number }): Statement {
-  return statement(
-    `WITH doomed AS MATERIALIZED (
-       SELECT id FROM skiplock.event WHERE created_at < ${NOW} - $2::bigint ${MS} ORDER BY created_at LIMIT $3
-     ),
-     deleted AS (DELETE FROM skiplock.event e USING doomed WHERE e.id = doomed.id RETURNING 1)
-     SELECT count(*)::int AS deleted FROM deleted`,
-    [clock(p.now), p.maxAgeMs, p.limit],
-  );
-}
+/* Retention: pruneFinishedJobs (src/store/jobs.ts) deletes events past `eventsMs` in the same statement. */
 
 /**
  * `fence AS (...)`: the job still RUNNING under this run's lease (as steps.ts's fence), its

@@ -463,6 +463,8 @@ export interface RetentionParams {
   /** DEAD jobs older than this are deleted; null keeps them until a person acts. */
   deadMs: number | null;
   limit: number;
+  /** Events (migration 016) stored longer ago than this are deleted too, by the same statement (`limit` of them at most). Absent: none. */
+  eventsMs?: number;
 }
 
 /**
@@ -484,9 +486,12 @@ export function pruneFinishedJobs(p: RetentionParams): Statement {
         LIMIT $5
         FOR UPDATE SKIP LOCKED
      ),
-     deleted AS (DELETE FROM skiplock.job j USING doomed WHERE j.id = doomed.id RETURNING 1)
-     SELECT count(*)::int AS deleted FROM deleted`,
-    [clock(p.now), p.doneMs, p.cancelledMs, p.deadMs, p.limit],
+     deleted AS (DELETE FROM skiplock.job j USING doomed WHERE j.id = doomed.id RETURNING 1)${p.eventsMs === undefined ? '' : `,
+     -- Events past their retention (event_created_idx): the retention pass stays one statement.
+     old_events AS MATERIALIZED (SELECT id FROM skiplock.event WHERE created_at < ${NOW} - $6::bigint ${MS} ORDER BY created_at LIMIT $5),
+     deleted_events AS (DELETE FROM skiplock.event e USING old_events o WHERE e.id = o.id RETURNING 1)`}
+     SELECT count(*)::int AS deleted${p.eventsMs === undefined ? '' : ', (SELECT count(*)::int FROM deleted_events) AS deleted_events'} FROM deleted`,
+    [clock(p.now), p.doneMs, p.cancelledMs, p.deadMs, p.limit, ...(p.eventsMs === undefined ? [] : [p.eventsMs])],
   );
 }
 

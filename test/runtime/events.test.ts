@@ -282,3 +282,16 @@ describe('with ctx.patched', () => {
     expect((await s.getJob(job.id))!.result).toEqual({ patched: true, got: 1 });
   });
 });
+
+describe('retention', () => {
+  test('events older than retention.eventsMs go with the retention pass, in its one statement', async () => {
+    const s = make([waiter()]);
+    await s.sendEvent({ name: 'old.one' });
+    await rows(`UPDATE skiplock.event SET created_at = now() - interval '8 days'`);
+    await s.sendEvent({ name: 'new.one' });
+    expect(await s.prune()).toBe(1);
+    expect((await rows(`SELECT name FROM skiplock.event`)).map((r) => r.name)).toEqual(['new.one']);
+    await rows(`UPDATE skiplock.event SET created_at = now() - interval '2 hours'`);
+    expect(await s.prune({ eventsMs: 3_600_000 })).toBe(1);
+  });
+});
