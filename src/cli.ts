@@ -12,6 +12,7 @@
  *   skiplock tick [--budget ms] [--wait]
  *   skiplock jobs retry|cancel|restart|delete --task T --status dead --error-contains E [--dry-run]
  *   skiplock restart <id> [--from-step S]
+ *   skiplock events send <name> [data-json] [--key K] [--idempotency-key K]
  */
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -26,6 +27,7 @@ import { databaseUrlProblem, describeConnectionError } from './store/drivers/dat
 import { jobToJson } from './store/rows.ts';
 import { migrations } from './store/migrations-data.ts';
 import { taskToJson } from './runtime/admin.ts';
+import { eventToJson } from './runtime/events.ts';
 
 const USAGE = `usage: skiplock <command> [options]
 
@@ -52,6 +54,10 @@ commands:
                                    writes nothing; prints {"checked", "failures"}; exit 1 if any job would fail
   restart <id>                     queue a job again from a step, keeping the steps before it; prints {"job"}
       --from-step S                (default: from the top, every step forgotten)
+  events send <name> [data-json]   send an event: wakes its waiters, starts its on: tasks; prints {"event"}
+      --key K  --idempotency-key K
+  events list                      stored events, newest first; prints {"events", "nextCursor"}
+      --name N  --key K  --limit N  --cursor C
   dev                              local PostgreSQL + migrations + Neon proxy for your project (skiplock dev --help)
   tick                             run one tick; prints what it did
       --budget ms                  how long it may run (default 30000)
@@ -77,6 +83,7 @@ const OPTIONS = {
   'debounce-ms': { type: 'string' },
   'debounce-max-ms': { type: 'string' },
   'debounce-keep': { type: 'string' },
+  name: { type: 'string' },
   status: { type: 'string' },
   task: { type: 'string' },
   limit: { type: 'string' },
@@ -228,6 +235,8 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
       if (args.length !== 1) throw new UsageError('restart takes <id>');
       return { job: jobToJson(await skiplock.restartJob(args[0]!, { fromStep: values['from-step'] ?? null })) };
     }
+    case 'events':
+      return runEvents(skiplock, args, values);
     case 'tick': {
       expectArgs(args, 0);
       const budgetMs = values.budget === undefined ? 30_000 : integer(values.budget, '--budget');
@@ -305,4 +314,38 @@ function usage(message: string): number {
 
 if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
   process.exitCode = await main(process.argv.slice(2));
+}
+
+/** `events send <name> [data-json]` and `events list`. */
+async function runEvents(skiplock: Skiplock, args: string[], values: Values): Promise<unknown> {
+  const [sub, ...rest] = args;
+  if (sub === 'send') {
+    if (rest.length < 1 || rest.length > 2) throw new UsageError('events send takes <name> and an optional data (JSON)');
+    let data: unknown;
+    if (rest[1] !== undefined) {
+      try {
+        data = JSON.parse(rest[1]);
+      } catch {
+        throw new UsageError('the data must be JSON');
+      }
+    }
+    const { created, ...event } = await skiplock.sendEvent({
+      name: rest[0]!,
+      ...(values.key !== undefined && { key: values.key }),
+      ...(data !== undefined && { data }),
+      ...(values['idempotency-key'] !== undefined && { idempotencyKey: values['idempotency-key'] }),
+    });
+    return { event, created };
+  }
+  if (sub === 'list') {
+    expectArgs(rest, 0);
+    const page = await skiplock.listEvents({
+      ...(values.name !== undefined && { name: values.name }),
+      ...(values.key !== undefined && { key: values.key }),
+      ...(values.limit !== undefined && { limit: integer(values.limit, '--limit') }),
+      ...(values.cursor !== undefined && { cursor: values.cursor }),
+    });
+    return { events: page.events.map(eventToJson), nextCursor: page.nextCursor };
+  }
+  throw new UsageError('events takes send or list');
 }

@@ -16,7 +16,9 @@ export {
 export type { WaitResult } from './runtime/wait-for-job.ts';
 export type { OtelApi } from './runtime/tracing.ts';
 export type { AttemptOutcome, AttemptRecord } from './core/attempt-history.ts';
-export { defineTask, type StepContext, type Task, type TaskContext, type TaskDefinition } from './runtime/task.ts';
+export { defineTask, type CancelOnEvent, type StepContext, type Task, type TaskContext, type TaskDefinition, type WaitForEventOptions } from './runtime/task.ts';
+export type { SendEventInput, SendEventResult, StoredEvent } from './runtime/events.ts';
+export type { CallbackOptions } from './runtime/callback-token.ts';
 export type { AnyTask, EnqueueInputOf, Register, RegisteredTaskName, RegisteredTasks, EnqueueOptions, TaskList, TaskMap, TaskName, TaskPayload, TaskPayloadOutput } from './runtime/task-types.ts';
 export type { EnqueueInput, EnqueueResult } from './runtime/enqueue.ts';
 export type { TickOptions } from './runtime/tick.ts';

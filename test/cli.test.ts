@@ -189,3 +189,17 @@ test('the package CLI knows no task until --tasks names a module', async () => {
   const migrate = await cli(['migrate'], undefined, PACKAGE_CLI);
   expect(migrate.json).toMatchObject({ applied: [] });
 });
+
+test('events send and list; a bad name is refused', async () => {
+  const sent = await cli(['events', 'send', 'order.paid', '{"amount":3}', '--key', 'o-cli', '--idempotency-key', 'cli-1']);
+  expect(sent.code).toBe(0);
+  expect(sent.json).toMatchObject({ created: true, event: { woken: 0, started: 0, cancelled: 0 } });
+  const again = await cli(['events', 'send', 'order.paid', '--key', 'o-cli', '--idempotency-key', 'cli-1']);
+  expect(again.json).toMatchObject({ created: false, event: { id: (sent.json as { event: { id: string } }).event.id } });
+  const listed = await cli(['events', 'list', '--key', 'o-cli']);
+  expect(listed.json).toMatchObject({ events: [{ name: 'order.paid', key: 'o-cli', data: { amount: 3 } }], nextCursor: null });
+  const bad = await cli(['events', 'send', 'bad name']);
+  expect(bad.code).toBe(1);
+  expect(bad.json).toMatchObject({ error: { code: 'invalid_request' } });
+  expect((await cli(['events', 'send'])).code).toBe(2);
+});

@@ -115,6 +115,46 @@ export interface SkiplockClient<Tasks extends TaskList = TaskList> {
   deleteSchedule(name: string): Promise<boolean>;
   /** POST /v1/tick: one tick now; what it did. */
   tick(): Promise<TickResultJson>;
+  /** POST /v1/events: stores the event, wakes its waiters, starts its `on:` tasks, applies cancelOn. */
+  sendEvent(input: SendEventInputJson): Promise<SendEventResultJson>;
+  /** GET /v1/events: one page of stored events, newest first. */
+  listEvents(query?: { name?: string; key?: string; limit?: number; cursor?: string }): Promise<EventPageJson>;
+}
+
+/** What POST /v1/events takes. */
+export interface SendEventInputJson {
+  name: string;
+  key?: string;
+  data?: unknown;
+  idempotencyKey?: string;
+}
+
+export interface SendEventResultJson {
+  id: string;
+  woken: number;
+  started: number;
+  cancelled: number;
+  refused: { task: string; message: string }[];
+  /** False for a replay of an idempotency key (HTTP 200): nothing was written. */
+  created: boolean;
+}
+
+export interface EventJson {
+  id: string;
+  name: string;
+  key: string | null;
+  data: unknown;
+  idempotencyKey: string | null;
+  createdAt: string;
+  woken: number;
+  started: number;
+  cancelled: number;
+  refused: { task: string; message: string }[];
+}
+
+export interface EventPageJson {
+  events: EventJson[];
+  nextCursor: string | null;
 }
 
 type Query = Record<string, string | number | undefined>;
@@ -221,6 +261,13 @@ export function createClient<Tasks extends TaskList = TaskList>(options: ClientO
     },
     tick() {
       return json<TickResultJson>('POST', '/v1/tick');
+    },
+    async sendEvent(input) {
+      const response = await call('POST', '/v1/events', { body: input });
+      return { ...((await response.json()) as Omit<SendEventResultJson, 'created'>), created: response.status === 201 };
+    },
+    listEvents(query = {}) {
+      return json<EventPageJson>('GET', '/v1/events', { query: { ...query } });
     },
   };
 }

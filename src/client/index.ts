@@ -2,7 +2,20 @@
  * `skiplock/client`: a typed client of the HTTP API that runs wherever `fetch` exists and
  * imports no server code.
  */
-export { createClient, type BulkResultJson, type CancelResultJson, type ClientBulkInput, type ClientOptions, type EnqueueResultJson, type PutScheduleResultJson, type SkiplockClient } from './client.ts';
+export {
+  createClient,
+  type BulkResultJson,
+  type CancelResultJson,
+  type ClientBulkInput,
+  type ClientOptions,
+  type EnqueueResultJson,
+  type EventJson,
+  type EventPageJson,
+  type PutScheduleResultJson,
+  type SendEventInputJson,
+  type SendEventResultJson,
+  type SkiplockClient,
+} from './client.ts';
 export { SkiplockApiError, type ApiErrorBody, type ApiErrorCode, type ApiErrorIssue } from './errors.ts';
 export type {
   ClientEnqueueInput,

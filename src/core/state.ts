@@ -13,7 +13,9 @@
  *     │  │              │ │                           steps: due now; the attempt is given back)
  *     │  │              │ └────wait────────▶ WAITING (ctx.invoke: until its children end; QUEUED
  *     │  │              │                              at once when they all ended already)
- *     │  │            WAITING ──last child ends (fan-in)──▶ QUEUED (due now)
+ *     │  │              │                              ctx.waitForEvent/waitForCallback: WAITING, or
+ *     │  │              │                              with a timeout QUEUED until it, like a sleep)
+ *     │  │            WAITING ──last child ends (fan-in), or its event/callback arrives──▶ QUEUED (due now)
  *     │  │              └──cancel (by a person)──▶ CANCELLED, with its QUEUED/WAITING descendants
  *     │  └──cancel──▶ CANCELLED
  *     └──────retry (by a person)──── DEAD | CANCELLED
@@ -58,8 +60,12 @@ export type Outcome =
    * (`runAt` null: due now). The attempt is given back; last_error is kept.
    */
   | { kind: 'suspend'; runAt: string | null }
-  /** ctx.invoke: WAITING until the children end (QUEUED at once if they all have). The attempt is given back. */
-  | { kind: 'wait' };
+  /**
+   * ctx.invoke: WAITING until the children end (QUEUED at once if they all have). ctx.waitForEvent
+   * and waitForCallback (`events`): WAITING until the wait completes, or with a timeout QUEUED
+   * until `runAt` (database time as ISO text), like a sleep. The attempt is given back.
+   */
+  | { kind: 'wait'; runAt?: string | null; events?: boolean };
 
 export function done(result: unknown, state?: { value: unknown }): Outcome {
   return { kind: 'done', result: result === undefined ? null : result, ...(state && { state }) };

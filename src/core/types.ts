@@ -44,8 +44,8 @@ export interface Job<Payload = unknown> {
   stepCount: number;
 }
 
-/** `patch`: a ctx.patched marker (migration 017), stored as `patched:<id>`. */
-export const STEP_KINDS = ['step', 'sleep', 'invoke', 'patch'] as const;
+/** `patch`: a ctx.patched marker (migration 017), stored as `patched:<id>`; `event`, `callback`: ctx.waitForEvent, ctx.createCallback (migration 016). */
+export const STEP_KINDS = ['step', 'sleep', 'invoke', 'patch', 'event', 'callback'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 export const STEP_STATUSES = ['done', 'failed', 'sleeping', 'waiting'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
@@ -55,7 +55,7 @@ export interface JobStep {
   id: string;
   seq: number;
   kind: StepKind;
-  /** step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed; patch: done. */
+  /** step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed; patch: done; event, callback: waiting | done (wakeAt: the timeout). */
   status: StepStatus;
   /** A step's stored output, or an invoked child's result. */
   output: unknown;
@@ -71,6 +71,10 @@ export interface JobStep {
   /** invoke: the child job and its task. */
   childId: string | null;
   childTask: string | null;
+  /** event (ctx.waitForEvent): the name and key waited for, and the event that completed the wait (null while waiting or after a timeout). */
+  eventName?: string | null;
+  eventKey?: string | null;
+  eventId?: string | null;
 }
 
 /** A job that ctx.invoke enqueued, as its parent's page lists it. */

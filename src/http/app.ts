@@ -20,6 +20,7 @@ import { errorResponse, onError, onNotFound } from './errors.ts';
 import { requireSchema } from './schema-gate.ts';
 import { checkSecrets, type SecretPlatform } from './secrets.ts';
 import { registerDocsRoutes } from './routes/docs.ts';
+import { registerEventRoutes } from './routes/events.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerJobRoutes } from './routes/jobs.ts';
 import { registerMetricsRoutes } from './routes/metrics.ts';
@@ -148,7 +149,8 @@ export function createApp(options: AppOptions): App {
   // Auth before reading any body: strangers do not get to make us buffer a megabyte.
   const apiAuth = requireBearer([deps.apiToken]);
   app.use('/v1/tick', requireBearer([deps.apiToken, deps.cronSecret]));
-  app.use('/v1/*', async (c, next) => (c.req.path === '/v1/tick' ? next() : apiAuth(c, next)));
+  // A callback URL carries its own credential (an HMAC-signed token): no bearer token.
+  app.use('/v1/*', async (c, next) => (c.req.path === '/v1/tick' || c.req.path.startsWith('/v1/callbacks/') ? next() : apiAuth(c, next)));
   app.use('/metrics', requireBearer([deps.apiToken, deps.metricsToken]));
   app.use('/v1/*', requireSchema(skiplock));
   app.use('/metrics', requireSchema(skiplock));
@@ -166,6 +168,7 @@ export function createApp(options: AppOptions): App {
   registerVersionRoutes(app, deps);
   registerStatsRoutes(app, deps);
   registerTaskRoutes(app, deps);
+  registerEventRoutes(app, deps);
   registerScheduleRoutes(app, deps);
   registerTickRoutes(app, deps);
   registerHealthRoutes(app, deps);

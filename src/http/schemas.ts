@@ -12,6 +12,8 @@ import { scheduleInputSchema } from '../runtime/schedule-definition.ts';
 import { SCHEDULE_LIST_LIMIT } from '../runtime/schedules.ts';
 import { SCHEDULE_NAME } from '../core/schedule.ts';
 import { CHILD_LIMIT } from '../store/job-detail.ts';
+import { eventNameSchema } from '../runtime/cancel-on.ts';
+import { EVENT_LIMITS, EVENT_LIST_LIMIT, sendEventInputSchema } from '../runtime/events.ts';
 
 export const MAX_BATCH = 1000;
 
@@ -178,16 +180,19 @@ export const JobStep = z
     id: z.string().openapi({ description: 'The id the handler gave the step' }),
     seq: z.number().int().openapi({ description: 'The order the handler reached it in, from 0' }),
     kind: z.enum(STEP_KINDS),
-    status: z.enum(STEP_STATUSES).openapi({ description: 'step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed' }),
+    status: z.enum(STEP_STATUSES).openapi({ description: 'step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed; event, callback: waiting | done' }),
     output: z.unknown().openapi({ description: 'A step’s stored JSON result, or an invoked child’s result' }),
     error: nullableText.openapi({ description: 'Why the step’s last run threw, or why the child ended DEAD or CANCELLED' }),
     attempts: z.number().int().openapi({ description: 'Runs of the step’s fn' }),
     startedAt: instant.nullable(),
     finishedAt: instant.nullable(),
     durationMs: z.number().int().nullable(),
-    wakeAt: instant.nullable().openapi({ description: 'sleep: when the job wakes' }),
+    wakeAt: instant.nullable().openapi({ description: 'sleep: when the job wakes; event, callback: the timeout' }),
     childId: nullableText.openapi({ description: 'invoke: the child job' }),
     childTask: nullableText.openapi({ description: 'invoke: the child’s task' }),
+    eventName: nullableText.optional().openapi({ description: 'event: the event name waited for' }),
+    eventKey: nullableText.optional().openapi({ description: 'event: the key waited for (null: any key)' }),
+    eventId: nullableText.optional().openapi({ description: 'event: the event that completed the wait (null while waiting, or after the timeout)' }),
   })
   .openapi('JobStep');
 
@@ -338,3 +343,54 @@ export function jsonContent<T extends z.ZodType>(schema: T, description: string)
 }
 
 export const bearerSecurity = [{ bearer: [] as string[] }];
+
+// ---- events (issue 24)
+
+export const SendEventInput = sendEventInputSchema.clone().openapi('SendEventInput', {
+  description: `An event: \`name\`, optional \`key\` and \`data\` (JSON, at most ${EVENT_LIMITS.maxDataBytes} bytes), optional \`idempotencyKey\` (the Idempotency-Key header works too).`,
+  example: { name: 'order.paid', key: 'o-42', data: { amount: 1200 } },
+});
+
+export const SendEventResult = z
+  .object({
+    id: z.string(),
+    woken: z.number().int().openapi({ description: 'Waiting jobs it woke (ctx.waitForEvent)' }),
+    started: z.number().int().openapi({ description: 'Jobs it started (tasks defined with `on:` its name)' }),
+    cancelled: z.number().int().openapi({ description: 'Jobs it cancelled or asked to stop (cancelOn); 0 for a replay' }),
+    refused: z.array(z.object({ task: z.string(), message: z.string() })).openapi({ description: '`on:` tasks whose payload schema refused the data' }),
+  })
+  .openapi('SendEventResult');
+
+export const EventRecord = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    key: z.string().nullable(),
+    data: z.unknown(),
+    idempotencyKey: z.string().nullable(),
+    createdAt: instant,
+    woken: z.number().int(),
+    started: z.number().int(),
+    cancelled: z.number().int(),
+    refused: z.array(z.object({ task: z.string(), message: z.string() })),
+  })
+  .openapi('Event');
+
+export const EventPage = z
+  .object({ events: z.array(EventRecord), nextCursor: z.string().nullable().openapi({ description: 'null on the last page' }) })
+  .openapi('EventPage');
+
+export const ListEventsQuery = z.strictObject({
+  name: eventNameSchema.optional(),
+  key: storableText.min(1).max(255).optional(),
+  limit: pageLimit(EVENT_LIST_LIMIT),
+  cursor: z.string().max(100).optional().openapi({ description: '`nextCursor` of the previous page.' }),
+});
+
+export const CallbackTokenParam = z.object({
+  token: z.string().max(1000).openapi({ param: { name: 'token', in: 'path' }, description: 'The last segment of a URL from ctx.createCallback' }),
+});
+
+export const CallbackBody = z.unknown().openapi('CallbackBody', { description: 'Any JSON: the callback’s `data`', example: { approved: true } });
+
+export const CallbackResult = z.object({ ok: z.boolean() }).openapi('CallbackResult');

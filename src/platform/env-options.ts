@@ -3,6 +3,7 @@
  * variables over as strings (Vercel, Node) or as JSON values (wrangler `[vars]`), so both are read.
  */
 import { secretProblem } from '../http/secrets.ts';
+import type { CallbackOptions } from '../runtime/callback-token.ts';
 import type { TickOptions } from '../runtime/tick.ts';
 import { DEFAULT_IDLE_CHECK_MS } from '../runtime/wake-state.ts';
 import { databaseUrlProblem, describeConnectionError } from '../store/drivers/database-url.ts';
@@ -87,4 +88,28 @@ export function tickOptionsFromEnv(env: TickEnv, defaults: { budgetMs: number; p
     pollIntervalMs: intFromEnv(env.TICK_POLL_INTERVAL_MS, defaults.pollIntervalMs, 'TICK_POLL_INTERVAL_MS'),
     concurrency: intFromEnv(env.TICK_CONCURRENCY, 10, 'TICK_CONCURRENCY'),
   };
+}
+
+export interface CallbackEnv {
+  /** The HMAC secret of callback URLs (ctx.createCallback), at least 16 characters. Default: API_TOKEN. */
+  CALLBACK_SECRET?: string;
+  /** Where this deployment is reached from outside (`https://jobs.example.com`): callback URLs start with it and the base path. */
+  PUBLIC_URL?: string;
+  API_TOKEN?: string;
+}
+
+/**
+ * Callback URLs from the environment: PUBLIC_URL (plus the app's base path) and CALLBACK_SECRET,
+ * or else API_TOKEN. Undefined (ctx.createCallback fails with a clear error) without PUBLIC_URL.
+ */
+export function callbacksFromEnv(env: CallbackEnv, basePath = ''): CallbackOptions | undefined {
+  const secret = env.CALLBACK_SECRET || env.API_TOKEN;
+  if (!env.PUBLIC_URL || !secret) return undefined;
+  if (secret.length < 16) throw new ConfigError('CALLBACK_SECRET (or API_TOKEN) must be at least 16 characters');
+  try {
+    new URL(env.PUBLIC_URL);
+  } catch {
+    throw new ConfigError(`PUBLIC_URL must be an absolute URL, got ${JSON.stringify(env.PUBLIC_URL)}`);
+  }
+  return { secret, publicUrl: `${env.PUBLIC_URL.replace(/\/+$/, '')}${basePath.replace(/\/+$/, '')}` };
 }

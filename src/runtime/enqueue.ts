@@ -6,6 +6,7 @@ import type { Clock } from '../store/clock.ts';
 import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob, type NewJobRow } from '../store/jobs.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql, Statement } from '../store/sql.ts';
+import { cancelOnEntries, cancelOnSchema } from './cancel-on.ts';
 import { flowKeys } from './flow-key.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
 import { isTraceparent } from './tracing.ts';
@@ -65,6 +66,8 @@ export const enqueueInputSchema = z.strictObject({
     maxDelayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
     keep: z.enum(['first', 'last']).optional(),
   }).optional(),
+  /** Events that cancel this job (beside its task's cancelOn): `[{ event, key? }]`, up to 20. */
+  cancelOn: cancelOnSchema.optional(),
 }).refine((input) => input.runAt === undefined || input.delayMs === undefined, {
   message: 'give runAt or delayMs, not both',
   path: ['delayMs'],
@@ -140,6 +143,7 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
     traceparent: input.traceparent ?? traceparent ?? null,
     debounce: input.debounce,
     ...flowKeys(task, payload.value, [...path, 'payload']),
+    ...cancelOnField(cancelOnEntries(task, payload.value, input.cancelOn)),
   };
 }
 
@@ -149,6 +153,9 @@ export function payloadMessage(task: Task, issues: readonly ErrorIssue[]): strin
     ? `invalid payload for task ${task.name}: its JSON form does not pass the task's schema`
     : `invalid payload for task ${task.name}`;
 }
+
+/** A job without cancelOn carries no field: its row (and the statement's JSON) stays as before. */
+const cancelOnField = (entries: string[] | null) => (entries === null ? {} : { cancel_on: entries });
 
 type DebounceOption = NonNullable<z.output<typeof enqueueInputSchema>['debounce']>;
 

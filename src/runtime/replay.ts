@@ -138,7 +138,7 @@ async function replayOne(registry: TaskRegistry, job: Job, stored: readonly Stor
     fatal ??= message;
     throw new Error(message);
   };
-  const reach = (id: unknown, kind: 'step' | 'sleep' | 'invoke'): StoredStep | undefined | typeof HALT => {
+  const reach = (id: unknown, kind: 'step' | 'sleep' | 'invoke' | 'event' | 'callback'): StoredStep | undefined | typeof HALT => {
     if (typeof id !== 'string' || id.length === 0) return die(`ctx.${kind}: the step id must be a non-empty string`);
     if (id === options.stopAt && fatal === undefined) {
       options.onStop?.(history.next());
@@ -175,6 +175,19 @@ async function replayOne(registry: TaskRegistry, job: Job, stored: readonly Stor
       return stop();
     },
     patched: (id) => history.patched(id).value,
+    // Events and callbacks (src/runtime/event-waits.ts): a recorded completed wait returns its stored value.
+    waitForEvent: async (id) => {
+      const row = reach(id, 'event');
+      return row !== HALT && row?.status === 'done' ? (row.output ?? null) as never : stop();
+    },
+    createCallback: async (id) => {
+      const row = reach(id, 'callback');
+      return row !== HALT && row !== undefined ? { url: '(a callback URL)' } : stop();
+    },
+    waitForCallback: async (id) => {
+      const row = stored.find((s) => s.id === id && s.kind === 'callback');
+      return row?.status === 'done' ? (row.output ?? null) as never : stop();
+    },
   };
   const timer = setTimeout(() => finish(fatal ?? `the handler reached no step and did not end within ${REPLAY_TIMEOUT_MS} ms (is it waiting on something outside steps?)`), REPLAY_TIMEOUT_MS);
   Promise.resolve()

@@ -8,6 +8,7 @@ import { cancelled, dead, done, failed, released, type Outcome } from '../core/s
 import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import type { Sql } from '../store/sql.ts';
+import type { CallbackSigner } from './callback-token.ts';
 import type { EnqueueInput } from './enqueue.ts';
 import { createStepRuntime, type StoredStep } from './steps.ts';
 import { createProgressSlot, type ProgressSlot } from './progress.ts';
@@ -46,6 +47,8 @@ export interface RunDeps {
   remainingMs(): number;
   /** TickOptions.maxJobTimeoutMs: a ctx.invoke of a longer child is refused. */
   maxJobTimeoutMs: number;
+  /** Signs callback URLs (ctx.createCallback); absent without createSkiplock's `callbacks` option. */
+  callbacks?: CallbackSigner | undefined;
 }
 
 export interface RunningJob {
@@ -180,6 +183,7 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
             return held;
           },
           ended: () => ended,
+          callbacks: deps.callbacks,
         },
         steps,
       )
@@ -215,6 +219,9 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
         sleepUntil: (id, date) => durable!.sleepUntil(id, date),
         invoke: (id, task, ...payload) => durable!.invoke(id, task, payload[0]),
         patched: (id) => durable!.patched(id),
+        waitForEvent: (id, options) => durable!.waitForEvent(id, options) as never,
+        createCallback: (id, options) => durable!.createCallback(id, options),
+        waitForCallback: (id) => durable!.waitForCallback(id) as never,
       };
       Promise.resolve()
         .then(() => task.handler(payload.data, ctx))

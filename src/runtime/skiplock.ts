@@ -33,6 +33,9 @@ import { createBulk, type BulkInput, type BulkResult } from './bulk.ts';
 import { createReplayCheck, type CheckReplayInput, type CheckReplayResult } from './replay.ts';
 import { createWaker, type TickIfDueOptions, type TickIfDueResult, type WakeDriver } from './wake.ts';
 import { DEFAULT_IDLE_CHECK_MS } from './wake-state.ts';
+import { createCallbackSigner, type CallbackOptions } from './callback-token.ts';
+import { EVENT_LIMITS, listEventsWith, sendEventWith, type SendEventInput, type SendEventResult, type StoredEvent } from './events.ts';
+import { completeCallback } from '../store/events.ts';
 
 export type { Logger };
 
@@ -92,6 +95,11 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
    * lazy import. `false` turns tracing off.
    */
   otel?: OtelOption;
+  /**
+   * Callback URLs (ctx.createCallback): the HMAC secret of their tokens and the public base URL
+   * they start with (src/runtime/callback-token.ts). Default: none — ctx.createCallback fails.
+   */
+  callbacks?: CallbackOptions;
 }
 
 export interface EnqueueAndWaitOptions {
@@ -121,6 +129,8 @@ export interface RetentionOptions {
   deadMs?: number | null;
   /** At most this many rows per call. Default 10 000. */
   limit?: number;
+  /** Delete events stored longer ago than this (ms); waits match only events still kept. Default 7 days. */
+  eventsMs?: number;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -226,6 +236,22 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
   ensureSchema(): Promise<void>;
   /** The database's schema against this skiplock's: applied, expected, missing (one statement). */
   schemaStatus(): Promise<SchemaStatus>;
+  /**
+   * Sends an event (docs/steps.md, "Events"), in one transaction: stores it, completes every
+   * ctx.waitForEvent waiting for it (their jobs due now), starts the jobs of the tasks defined with
+   * `on:` its name, and cancels the jobs whose cancelOn it matches. The same idempotencyKey again
+   * answers the first send's result (`created` false) and writes nothing. SkiplockError
+   * invalid_request for a bad name, key or data (nothing written).
+   */
+  sendEvent(input: SendEventInput): Promise<SendEventResult>;
+  /** Stored events, newest first (`cursor`: the last page's nextCursor). */
+  listEvents(query?: { name?: string; key?: string; cursor?: string; limit?: number }): Promise<{ events: StoredEvent[]; nextCursor: string | null }>;
+  /**
+   * A POST to a callback URL: `token` is the URL's last segment. `completed` (its job wakes with
+   * `{ data }`), `used` (already completed, or timed out: nothing written), or `unknown` (a wrong
+   * token, or no such callback).
+   */
+  completeCallback(token: string, data: unknown): Promise<'completed' | 'used' | 'unknown'>;
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
@@ -262,6 +288,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     const [row] = await sql.query(getJob({ id }));
     return row ? mapJob(row) : undefined;
   };
+  const callbacks = config.callbacks ? createCallbackSigner(config.callbacks) : undefined;
   // An unmigrated database fails every poll of every tick the same way: said once per instance.
   let notMigratedSaid = false;
   const sayNotMigrated = (text: string) => {
@@ -276,7 +303,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     else log(level, message, fields);
   };
   const runTick = async (options?: TickOptions) => {
-    const deps = { sql, now, log: tickLog, warnOnce, run: { registry, enqueue }, beforeClaim: schedules.fireDueSchedules, staticSchedules, housekeeping, tracing: await tracing() };
+    const deps = { sql, now, log: tickLog, warnOnce, run: { registry, enqueue, callbacks }, beforeClaim: schedules.fireDueSchedules, staticSchedules, housekeeping, tracing: await tracing() };
     try {
       return await tickMetrics.measure(() => tick(deps, { ...config.tick, ...options }));
     } catch (error) {
@@ -313,9 +340,10 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
         cancelledMs: options.cancelledMs ?? 7 * DAY_MS,
         deadMs: options.deadMs ?? null,
         limit: options.limit ?? 10_000,
+        eventsMs: options.eventsMs ?? EVENT_LIMITS.retentionMs,
       }),
     );
-    return Number(row?.deleted ?? 0);
+    return Number(row?.deleted ?? 0) + Number(row?.deleted_events ?? 0);
   };
   // Retention by the ticks themselves, at most once a minute per process: serverless deployments
   // run nothing else. (A local rate limit only; the ages are measured in SQL.)
@@ -386,6 +414,17 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     schemaStatus: schema.status,
     tickTotals: tickMetrics.totals,
     ...admin,
+    // A send that woke or started jobs (or asked RUNNING ones to stop) makes due work now.
+    sendEvent: async (input) => after(await sendEventWith(sql, registry, now(), input, await traceparent()), (r) => (r.woken + r.started + r.cancelled > 0 ? undefined : null)),
+    listEvents: (query = {}) => listEventsWith(sql, query),
+    async completeCallback(token, data) {
+      const named = typeof token === 'string' ? await callbacks?.verify(token) : null;
+      if (!named) return 'unknown';
+      const text = data === undefined ? null : JSON.stringify(data);
+      const [row] = await sql.query(completeCallback({ now: now(), jobId: named.jobId, id: named.stepId, data: text ?? null }));
+      if (Number(row?.completed ?? 0) === 1) return after('completed' as const, () => undefined);
+      return row?.status === null || row?.status === undefined ? 'unknown' : 'used';
+    },
     ...createReplayCheck(sql, registry),
     ...createFlowOperations(sql, registry, now),
     ...schedules,

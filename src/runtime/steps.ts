@@ -11,13 +11,15 @@
 import { ChildJobError, isPermanent, PermanentError, SkiplockError, describeError, permanentTypeError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import type { Outcome } from '../core/state.ts';
-import type { Job, JobStep } from '../core/types.ts';
+import type { Job, JobStep, StepKind } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import { mapJobStep, toDate } from '../store/rows.ts';
 import type { Row, Sql } from '../store/sql.ts';
 import { invokeChildren, readStepsForRun, writeSleep, writeStep, type InvokeRow, type MarkerRow, type StepFence } from '../store/steps.ts';
 import { prepareEnqueue, refuseUnfittableTimeouts } from './enqueue.ts';
 import { createHistoryCursor, markerId } from './step-history.ts';
+import type { CallbackSigner } from './callback-token.ts';
+import { createEventWaits, type EventWaits } from './event-waits.ts';
 import { toStoredJson, utf8Length } from './stored-json.ts';
 import type { StepContext, TaskRegistry } from './task.ts';
 
@@ -86,9 +88,11 @@ export interface StepRuntimeDeps {
   heartbeat(): Promise<boolean>;
   /** Whether the run has ended (its outcome is decided). */
   ended(): boolean;
+  /** Signs callback URLs (ctx.createCallback); absent when the deployment has none configured. */
+  callbacks?: CallbackSigner | undefined;
 }
 
-export interface StepRuntime {
+export interface StepRuntime extends EventWaits {
   step<T>(id: string, fn: (step: StepContext) => T | Promise<T>): Promise<Awaited<T>>;
   sleep(id: string, ms: number): Promise<void>;
   sleepUntil(id: string, date: Date | string | number): Promise<void>;
@@ -150,7 +154,7 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
   };
 
   /** Checks an id and the determinism rule, and takes the step's place (seq) in the order. Messages number steps by seq (from 0), as the API and dashboard do. */
-  function reach(id: unknown, kind: 'step' | 'sleep' | 'invoke'): { seq: number; row: StoredStep | undefined } {
+  function reach(id: unknown, kind: Exclude<StepKind, 'patch'>): { seq: number; row: StoredStep | undefined } {
     if (typeof id !== 'string' || id.length < 1 || id.length > STEP_LIMITS.maxIdLength)
       throw permanentTypeError(`ctx.${kind}: the step id must be a string of 1 to ${STEP_LIMITS.maxIdLength} characters, got ${describeId(id)}`);
     const problem = unstorableText(id);
@@ -313,6 +317,14 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     },
     invoke: invokeStep,
     patched,
+    // Events and callbacks (src/runtime/event-waits.ts).
+    ...createEventWaits({
+      sql: deps.sql, jobId: job.id, now: deps.now, reach, recorded: (id) => stored.find((s) => s.id === id), fence, leave, callbacks: deps.callbacks,
+      lost: <T>() => {
+        deps.leaseLost();
+        return never<T>();
+      },
+    }),
     fatal: () => fatal,
   };
 }

@@ -83,7 +83,41 @@ export interface TaskContext<Payload = unknown> {
    * same within a run.
    */
   patched(id: string): boolean;
+  /**
+   * Suspends this job until an event of this name (and key) arrives, and resolves with its
+   * `{ data, eventId }` — or with null once `timeoutMs` passes first. Matches the first such
+   * event stored after the job was created that no earlier wait of this job took: one sent before
+   * the handler got here is not lost. While it waits the job holds no invocation (WAITING; with a
+   * timeout, QUEUED until it, like a sleep). A step: on replay it returns the stored event.
+   */
+  waitForEvent<D = unknown>(id: string, options: WaitForEventOptions): Promise<{ data: D; eventId: string } | null>;
+  /**
+   * A callback URL (docs/steps.md, "Callbacks"), recorded as a step: the same URL on every
+   * replay. A POST of JSON to it, with no bearer token, completes the callback once; wait for it
+   * with waitForCallback(id). Needs createSkiplock's `callbacks` option.
+   */
+  createCallback(id: string, options?: { timeoutMs?: number }): Promise<{ url: string }>;
+  /** Suspends this job until the callback `id` (createCallback) is called: its `{ data }`, or null after its timeout. */
+  waitForCallback<D = unknown>(id: string): Promise<{ data: D } | null>;
 }
+
+export interface WaitForEventOptions {
+  /** The event name (sendEvent's `name`). */
+  event: string;
+  /** Only events of this key; without one, every event of the name. */
+  key?: string;
+  /** Resolve null after this long (ms, up to 365 days). Default: wait for ever. */
+  timeoutMs?: number;
+}
+
+/** A cancelOn entry of defineTask: an event of this name (and key) cancels the task's job. */
+export interface CancelOnEvent<Payload = unknown> {
+  event: string;
+  /** A key, or the key computed from the job's payload; without one, any event of the name. */
+  key?: string | KeyOf<Payload>;
+}
+/** A key function, checked bivariantly (as a method is): a task of any payload is still a Task. */
+type KeyOf<Payload> = { bivarianceHack(payload: Payload): string }['bivarianceHack'];
 
 /** What a step's fn receives. */
 export interface StepContext {
@@ -124,6 +158,14 @@ export interface TaskDefinition<Schema extends z.ZodType = z.ZodType, Name exten
    * its key allows.
    */
   rateLimit?: RateLimit<z.output<Schema>>;
+  /**
+   * Events that start a job of this task (docs/steps.md, "Events"): each event of one of these
+   * names enqueues one job with the event's data as payload (checked by `payload`; a refusal is
+   * reported in the send's answer and stored with the event), once per event.
+   */
+  on?: string | readonly string[];
+  /** Events that cancel a job of this task (QUEUED, WAITING or sleeping: CANCELLED; RUNNING: asked to stop), children included. */
+  cancelOn?: readonly CancelOnEvent<z.output<Schema>>[];
 }
 
 export interface ConcurrencyLimit<Payload = unknown> {
@@ -167,7 +209,23 @@ export function defineTask<const Name extends string, Schema extends z.ZodType>(
   const backoffProblem = task.backoff === undefined ? undefined : invalidBackoff(task.backoff);
   if (backoffProblem) throw new TypeError(`${task.name}: ${backoffProblem}`);
   checkFlowControl(task);
+  checkEventOptions(task);
   return task;
+}
+
+const EVENT_NAME = /^[\w.:/-]{1,200}$/;
+
+function checkEventOptions(task: Task) {
+  const names = task.on === undefined ? [] : typeof task.on === 'string' ? [task.on] : task.on;
+  if (task.on !== undefined && typeof task.on !== 'string' && !Array.isArray(task.on)) throw new TypeError(`${task.name}: on must be an event name or a list of them`);
+  for (const name of names) if (typeof name !== 'string' || !EVENT_NAME.test(name)) throw new TypeError(`${task.name}: on: ${JSON.stringify(name)} is not an event name (1–200 of letters, digits and _ . : / -)`);
+  if (task.cancelOn === undefined) return;
+  if (!Array.isArray(task.cancelOn)) throw new TypeError(`${task.name}: cancelOn must be a list of { event, key? }`);
+  for (const c of task.cancelOn as readonly CancelOnEvent[]) {
+    if (typeof c !== 'object' || c === null || typeof c.event !== 'string' || !EVENT_NAME.test(c.event))
+      throw new TypeError(`${task.name}: cancelOn entries need an event name (1–200 of letters, digits and _ . : / -)`);
+    if (c.key !== undefined && typeof c.key !== 'string' && typeof c.key !== 'function') throw new TypeError(`${task.name}: cancelOn key must be a string or a function (payload) => string`);
+  }
 }
 
 const MAX_FLOW_LIMIT = 100_000;

@@ -57,7 +57,8 @@ export function toResultRow(job: Job, outcome: Outcome): ResultRow {
     // A suspension (sleep, wait, a yield between steps) is no error: last_error is kept.
     error: outcome.kind === 'done' || outcome.kind === 'suspend' || outcome.kind === 'wait' ? null : outcome.error,
     delay_ms: outcome.kind === 'retry' ? outcome.delayMs : 0,
-    ...(outcome.kind === 'suspend' && outcome.runAt !== null && { run_at: outcome.runAt }),
+    ...((outcome.kind === 'suspend' || outcome.kind === 'wait') && outcome.runAt != null && { run_at: outcome.runAt }),
+    ...(outcome.kind === 'wait' && outcome.events && { event_wait: true }),
     release: outcome.kind === 'release' || outcome.kind === 'suspend' || outcome.kind === 'wait',
     state: outcome.kind === 'done' ? outcome.state : undefined,
   };

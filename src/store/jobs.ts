@@ -27,6 +27,8 @@ export interface NewJobRow {
   /** Flow control keys (src/runtime/flow-key.ts): null for a task without concurrency or rate limits. */
   flow_key?: string | null;
   rate_key?: string | null;
+  /** cancelOn (migration 016): `name` or `name key` entries; absent or null: none. */
+  cancel_on?: string[] | null;
 }
 
 /**
@@ -45,13 +47,13 @@ export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): 
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(
          ord int, task text, payload jsonb, priority smallint, run_at timestamptz, delay_ms bigint,
          max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz,
-         traceparent text, flow_key text, rate_key text)
+         traceparent text, flow_key text, rate_key text, cancel_on text[])
      ),
      inserted AS (
        INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
-                                      idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, created_at, updated_at, traceparent)
+                                      idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, created_at, updated_at, traceparent)
        SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
-              idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, ${NOW}, ${NOW}, traceparent
+              idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, ${NOW}, ${NOW}, traceparent
          FROM input ORDER BY ord
        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
        RETURNING j.*
@@ -84,8 +86,8 @@ export interface DebouncedJobRow extends Omit<NewJobRow, 'run_at' | 'idempotency
 export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Statement {
   const j = p.job;
   return statement(
-    `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, debounce_key, created_at, updated_at, traceparent, flow_key, rate_key)
-     VALUES ($2, $3::jsonb, $4, ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, $7, $8, $9, ${NOW}, ${NOW}, $11, $12, $13)
+    `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, debounce_key, created_at, updated_at, traceparent, flow_key, rate_key, cancel_on)
+     VALUES ($2, $3::jsonb, $4, ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, $7, $8, $9, ${NOW}, ${NOW}, $11, $12, $13, $14::text[])
      ON CONFLICT (task, debounce_key) WHERE status = 'QUEUED' AND debounce_key IS NOT NULL DO UPDATE SET
        payload = CASE WHEN $10::text = 'first' THEN j.payload ELSE excluded.payload END,
        flow_key = CASE WHEN $10::text = 'first' THEN j.flow_key ELSE excluded.flow_key END,
@@ -93,7 +95,7 @@ export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Sta
        run_at = least(${NOW} + $5::bigint ${MS}, coalesce(j.created_at + $6::bigint ${MS}, 'infinity')),
        updated_at = ${NOW}
      RETURNING j.*, (j.xmax = 0) AS inserted`,
-    [clock(p.now), j.task, JSON.stringify(j.payload), j.priority, j.delay_ms, j.max_delay_ms, j.max_attempts, j.timeout_ms, j.debounce_key, j.keep, j.traceparent ?? null, j.flow_key ?? null, j.rate_key ?? null],
+    [clock(p.now), j.task, JSON.stringify(j.payload), j.priority, j.delay_ms, j.max_delay_ms, j.max_attempts, j.timeout_ms, j.debounce_key, j.keep, j.traceparent ?? null, j.flow_key ?? null, j.rate_key ?? null, j.cancel_on ?? null],
   );
 }
 
@@ -133,6 +135,8 @@ export interface ResultRow {
   progress?: { value: unknown } | undefined;
   /** The attempt span's traceparent, kept in its history entry; null without tracing. */
   trace?: string | null;
+  /** For status WAITING: the job waits for an event or a callback (ctx.waitForEvent), not for children. */
+  event_wait?: boolean;
 }
 
 export interface CompleteAndClaimParams {
@@ -205,7 +209,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
     `WITH results AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb)
          AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb, locked_by text,
-              progress jsonb, trace text, run_at timestamptz)
+              progress jsonb, trace text, run_at timestamptz, event_wait boolean)
      ),
      -- A retry or a release of a job whose cancel was asked while it ran ends CANCELLED (the
      -- attempt is kept: it ran); a cancel must not be dropped because the attempt failed.
@@ -213,16 +217,21 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
        UPDATE skiplock.job j SET
          -- WAITING (ctx.invoke): QUEUED at once when the children ended before this write (their
          -- ends only counted down: this row was RUNNING then), by the counter or by the step rows.
+         -- An event or callback wait (migration 016): QUEUED at once when one of its waits was
+         -- completed while it ran (wait_woken, read from this row: a completion committing now is
+         -- seen); a timed wait is QUEUED until its timeout (run_at), like a sleep.
          status = CASE WHEN r.status IN ('QUEUED', 'WAITING') AND j.cancel_requested THEN 'CANCELLED'
-                       WHEN r.status = 'WAITING' AND (j.pending_children <= 0 OR NOT EXISTS (
-                              SELECT 1 FROM skiplock.job_step s WHERE s.job_id = j.id AND s.status = 'waiting')) THEN 'QUEUED'
+                       WHEN r.status = 'WAITING' AND ${WOKEN} THEN 'QUEUED'
+                       WHEN r.status = 'WAITING' AND r.run_at IS NOT NULL THEN 'QUEUED'
                        ELSE r.status END,
          attempts = CASE WHEN r.release AND NOT j.cancel_requested THEN j.attempts - 1 ELSE j.attempts END,
          result = CASE WHEN r.status = 'DONE' THEN r.result END,
          last_error = coalesce(r.error, j.last_error),
-         run_at = CASE WHEN r.status IN ('QUEUED', 'WAITING') AND NOT j.cancel_requested THEN coalesce(r.run_at, ${NOW} + r.delay_ms ${MS}) ELSE j.run_at END,
+         run_at = CASE WHEN r.status IN ('QUEUED', 'WAITING') AND NOT j.cancel_requested
+                       THEN CASE WHEN r.status = 'WAITING' AND ${WOKEN} THEN ${NOW} ELSE coalesce(r.run_at, ${NOW} + r.delay_ms ${MS}) END
+                       ELSE j.run_at END,
          finished_at = CASE WHEN r.status IN ('QUEUED', 'WAITING') AND NOT j.cancel_requested THEN NULL ELSE ${NOW} END,
-         locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW},
+         locked_by = NULL, locked_until = NULL, cancel_requested = false, wait_woken = false, updated_at = ${NOW},
          progress = coalesce(r.progress -> 'value', j.progress),
          -- A DONE attempt is read from the row (finished_by, finished_traceparent: migration 013),
          -- not appended: building the entry was a sixth of this statement's time, once per job.
@@ -276,6 +285,14 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
     ],
   );
 }
+
+/**
+ * A WAITING result that is due at once instead: a wait completed while the job ran (wait_woken);
+ * for ctx.invoke, no child left (by the counter, or by the step rows); for any wait, no step
+ * still waiting. An event wait does not count children: pending_children may be 0 while it waits.
+ */
+const WOKEN = `(j.wait_woken OR (NOT coalesce(r.event_wait, false) AND j.pending_children <= 0) OR NOT EXISTS (
+                              SELECT 1 FROM skiplock.job_step s WHERE s.job_id = j.id AND s.status = 'waiting'))`;
 
 /**
  * With a child's result in the batch: the claim skips the parent of a child this statement ends.
@@ -446,6 +463,8 @@ export interface RetentionParams {
   /** DEAD jobs older than this are deleted; null keeps them until a person acts. */
   deadMs: number | null;
   limit: number;
+  /** Events (migration 016) stored longer ago than this are deleted too, by the same statement (`limit` of them at most). Absent: none. */
+  eventsMs?: number;
 }
 
 /**
@@ -467,9 +486,12 @@ export function pruneFinishedJobs(p: RetentionParams): Statement {
         LIMIT $5
         FOR UPDATE SKIP LOCKED
      ),
-     deleted AS (DELETE FROM skiplock.job j USING doomed WHERE j.id = doomed.id RETURNING 1)
-     SELECT count(*)::int AS deleted FROM deleted`,
-    [clock(p.now), p.doneMs, p.cancelledMs, p.deadMs, p.limit],
+     deleted AS (DELETE FROM skiplock.job j USING doomed WHERE j.id = doomed.id RETURNING 1)${p.eventsMs === undefined ? '' : `,
+     -- Events past their retention (event_created_idx): the retention pass stays one statement.
+     old_events AS MATERIALIZED (SELECT id FROM skiplock.event WHERE created_at < ${NOW} - $6::bigint ${MS} ORDER BY created_at LIMIT $5),
+     deleted_events AS (DELETE FROM skiplock.event e USING old_events o WHERE e.id = o.id RETURNING 1)`}
+     SELECT count(*)::int AS deleted${p.eventsMs === undefined ? '' : ', (SELECT count(*)::int FROM deleted_events) AS deleted_events'} FROM deleted`,
+    [clock(p.now), p.doneMs, p.cancelledMs, p.deadMs, p.limit, ...(p.eventsMs === undefined ? [] : [p.eventsMs])],
   );
 }
 

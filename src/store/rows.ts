@@ -18,7 +18,7 @@ export function toDateOrNull(value: unknown): Date | null {
 }
 
 // Every driver parses jsonb itself; a JSON string value arrives as a JS string.
-function toJson(value: unknown): unknown {
+export function toJson(value: unknown): unknown {
   return value ?? null;
 }
 
@@ -81,6 +81,7 @@ export function mapJobStep(row: Row): JobStep {
     wakeAt: toDateOrNull(row.wake_at),
     childId: toStringOrNull(row.child_id),
     childTask: toStringOrNull(row.child_task),
+    ...(row.kind === 'event' && { eventName: toStringOrNull(row.event_name), eventKey: toStringOrNull(row.event_key), eventId: toStringOrNull(row.event_id) }),
   };
 }
 

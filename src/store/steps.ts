@@ -18,19 +18,22 @@ export function listJobSteps(p: { jobIds: readonly string[] }): Statement {
 
 /**
  * The steps of jobs just claimed, for their runs (the tick sends it only for claimed jobs whose
- * step_count > 0). Sleeps whose wake time has passed are marked done by the same statement: a fact
- * of the clock, whoever holds the job, so it needs no fence.
+ * step_count > 0). Sleeps whose wake time has passed are marked done by the same statement, and
+ * event and callback waits whose timeout has (output null): a fact of the clock, whoever holds the
+ * job, so it needs no fence.
  */
 export function readStepsForRun(p: { now: Clock; jobIds: readonly string[] }): Statement {
   return statement(
     `WITH woke AS (
        UPDATE skiplock.job_step s SET status = 'done', finished_at = s.wake_at
-        WHERE s.job_id = ANY ($2::bigint[]) AND s.kind = 'sleep' AND s.status = 'sleeping' AND s.wake_at <= ${NOW}
+        WHERE s.job_id = ANY ($2::bigint[]) AND s.wake_at <= ${NOW}
+          AND ((s.kind = 'sleep' AND s.status = 'sleeping') OR (s.kind IN ('event', 'callback') AND s.status = 'waiting'))
        RETURNING s.job_id, s.id
      )
      SELECT s.job_id::text AS job_id, s.id, s.seq, s.kind, CASE WHEN w.id IS NULL THEN s.status ELSE 'done' END AS status,
             s.output, s.error, s.attempts, s.started_at, CASE WHEN w.id IS NULL THEN s.finished_at ELSE s.wake_at END AS finished_at,
-            s.duration_ms, s.wake_at, s.child_id::text AS child_id, s.child_task, s.child_status
+            s.duration_ms, s.wake_at, s.child_id::text AS child_id, s.child_task, s.child_status,
+            s.event_name, s.event_key, s.event_id::text AS event_id
        FROM skiplock.job_step s LEFT JOIN woke w ON w.job_id = s.job_id AND w.id = s.id
       WHERE s.job_id = ANY ($2::bigint[])
       ORDER BY s.job_id, s.seq`,
@@ -62,7 +65,7 @@ export interface MarkerRow {
  * step_count bump, and `cte` inserting them (kind patch, done) once the fence held. Their JSON
  * is pushed onto `values`.
  */
-function markerParts(f: StepFence, values: unknown[]): { count: string; cte: string } {
+export function markerParts(f: StepFence, values: unknown[]): { count: string; cte: string } {
   if (!f.markers?.length) return { count: '', cte: '' };
   const n = values.push(JSON.stringify(f.markers));
   return {
@@ -173,12 +176,12 @@ export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }
      input AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($7::jsonb) AS i(
          ord int, step text, seq int, task text, payload jsonb, priority smallint, delay_ms bigint, max_attempts int, timeout_ms int,
-         traceparent text, flow_key text, rate_key text)
+         traceparent text, flow_key text, rate_key text, cancel_on text[])
      ),
      children AS (
-       INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, flow_key, rate_key,
+       INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, flow_key, rate_key, cancel_on,
                                       created_at, updated_at, traceparent, parent_id, parent_step)
-       SELECT i.task, i.payload, i.priority, ${NOW} + i.delay_ms ${MS}, i.max_attempts, i.timeout_ms, i.flow_key, i.rate_key,
+       SELECT i.task, i.payload, i.priority, ${NOW} + i.delay_ms ${MS}, i.max_attempts, i.timeout_ms, i.flow_key, i.rate_key, i.cancel_on,
               ${NOW}, ${NOW}, i.traceparent, f.id, i.step
          FROM input i CROSS JOIN fence f ORDER BY i.ord
        RETURNING j.id, j.task, j.parent_id, j.parent_step

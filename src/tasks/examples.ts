@@ -93,7 +93,22 @@ export const signupWorkflow = defineTask({
   },
 });
 
-export const exampleTasks = [echo, sleep, flaky, poison, notify, signupWorkflow];
+/**
+ * A workflow that waits for the outside world (docs/steps.md, "Events"): it resumes when
+ * `POST /v1/events {"name": "order.paid", "key": <orderId>}` arrives — also when it arrived first —
+ * or after `timeoutMs` (default one day) with `paid: null`.
+ */
+export const awaitPayment = defineTask({
+  name: 'await-payment',
+  payload: z.object({ orderId: z.string().min(1).max(255), timeoutMs: z.number().int().min(0).max(30 * DAY_MS).default(DAY_MS) }),
+  timeoutMs: 3_000,
+  handler: async ({ orderId, timeoutMs }, ctx) => {
+    const paid = await ctx.waitForEvent('paid', { event: 'order.paid', key: orderId, timeoutMs });
+    return { orderId, paid };
+  },
+});
+
+export const exampleTasks = [echo, sleep, flaky, poison, notify, signupWorkflow, awaitPayment];
 
 /** Fires `echo` at the start of every minute (UTC): each firing runs once, however many ticks see it. */
 export const exampleSchedules = [

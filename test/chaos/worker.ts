@@ -91,7 +91,7 @@ export const chaosChild = defineTask({
   },
 });
 
-/** A durable job: a step, a sleep (it leaves the invocation), two children awaited together, a step. */
+/** A durable job: a step, a sleep (it leaves the invocation), two children awaited together, an event wait, a step. */
 export const chaosSteps = defineTask({
   name: 'chaos-steps',
   payload: z.object({ n: z.number().int() }),
@@ -110,11 +110,14 @@ export const chaosSteps = defineTask({
       ctx.invoke<number>('right', 'chaos-child', { n: payload.n * 2 + 1 }),
     ]);
     if (children[0] !== payload.n * 2 || children[1] !== payload.n * 2 + 1) throw new Error(`wrong child results ${JSON.stringify(children)}`);
+    // An event the harness sends at a random moment: before, during or after this wait is reached.
+    const go = await ctx.waitForEvent<number>('go', { event: 'chaos.go', key: String(payload.n) });
+    if (go?.data !== payload.n) throw new Error(`wrong event ${JSON.stringify(go)}`);
     const b = await ctx.step('b', async (s) => {
       await keyedEffect(s.idempotencyKey, ctx.job.id);
       return a + children[0]! + children[1]!;
     });
-    return { attempt: ctx.attempt, b };
+    return { attempt: ctx.attempt, b, event: go.data };
   },
 });
 

@@ -55,7 +55,7 @@ describe('types', () => {
   });
 
   test('typed by the same array the deployment registers (the bundled examples)', () => {
-    expectTypeOf<ClientEnqueueInput<typeof exampleTasks>['task']>().toEqualTypeOf<'echo' | 'sleep' | 'flaky' | 'poison' | 'notify' | 'signup-workflow'>();
+    expectTypeOf<ClientEnqueueInput<typeof exampleTasks>['task']>().toEqualTypeOf<'echo' | 'sleep' | 'flaky' | 'poison' | 'notify' | 'signup-workflow' | 'await-payment'>();
   });
 
   test('the JSON types are what the API documents (src/http/schemas.ts)', () => {

@@ -118,6 +118,23 @@ describe('the Worker in workerd', () => {
     expect(firings.find((f) => (f.scheduled_for as Date).getTime() === (updated!.instant as Date).getTime())).toMatchObject({ jobs: 1, done: true });
   });
 
+  test('events: a workflow waiting for an event holds no invocation; POST /v1/events resumes it at once (a tick under ctx.waitUntil)', async () => {
+    const response = await api('/v1/jobs', { method: 'POST', body: JSON.stringify({ task: 'await-payment', payload: { orderId: 'o-workerd' } }) });
+    expect(response.status).toBe(201);
+    const { job: created } = (await response.json()) as { job: { id: string } };
+    // Its wait has a timeout (a day): QUEUED until then, like a sleep, its step waiting.
+    const step = () => db.sql.query(statement(`SELECT status FROM skiplock.job_step WHERE job_id = $1 AND id = 'paid'`, [created.id]));
+    for (const deadline = Date.now() + 5_000; (await step()).length === 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await step()).toEqual([{ status: 'waiting' }]);
+    expect(await waitForStatus(created.id, 'QUEUED', 5_000)).toMatchObject({ status: 'QUEUED', attempts: 0 });
+    const sent = await api('/v1/events', { method: 'POST', body: JSON.stringify({ name: 'order.paid', key: 'o-workerd', data: { amount: 9 } }) });
+    expect(sent.status).toBe(201);
+    const { id, woken } = (await sent.json()) as { id: string; woken: number };
+    expect(woken).toBe(1);
+    const done = await waitForStatus(created.id, 'DONE', 5_000);
+    expect(done).toMatchObject({ status: 'DONE', result: { orderId: 'o-workerd', paid: { data: { amount: 9 }, eventId: id } } });
+  });
+
   test('durable steps: a workflow sleeping 5 s holds no invocation, and the minute invocation resumes it within its poll interval of waking', async () => {
     const response = await api('/v1/jobs', { method: 'POST', body: JSON.stringify({ task: 'signup-workflow', payload: { email: 'ada@example.com', waitMs: 5_000 } }) });
     expect(response.status).toBe(201);

@@ -112,6 +112,40 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
     expect(await skiplock.cancelJob(queued.id)).toMatchObject({ outcome: 'cancelled', job: { status: 'CANCELLED' } });
     await expect(skiplock.cancelJob(queued.id)).rejects.toMatchObject({ code: 'conflict' });
   });
+
+  test('events run over it: a wait, a send (a batch: lock, store + wake + start, cancelOn), an early event, a callback', async () => {
+    const urls: string[] = [];
+    const waiter = defineTask({
+      name: 'ev-waiter',
+      payload: z.object({ key: z.string() }),
+      cancelOn: [{ event: 'ev.stop', key: (p) => p.key }],
+      handler: async (p, ctx) => {
+        const got = await ctx.waitForEvent('w', { event: 'ev.go', key: p.key });
+        const { url } = await ctx.createCallback('cb');
+        urls.push(url);
+        return { got, cb: await ctx.waitForCallback('cb') };
+      },
+    });
+    const started = defineTask({ name: 'ev-started', payload: z.object({ n: z.number() }), on: 'ev.go', handler: (p) => p });
+    const skiplock = createSkiplock({ sql, tasks: [waiter, started], log: () => {}, callbacks: { secret: 'driver-contract-secret', publicUrl: 'http://x.test' } });
+    const a = await skiplock.enqueue({ task: 'ev-waiter', payload: { key: 'a' } });
+    const b = await skiplock.enqueue({ task: 'ev-waiter', payload: { key: 'b' } });
+    const c = await skiplock.enqueue({ task: 'ev-waiter', payload: { key: 'c' } });
+    const early = await skiplock.sendEvent({ name: 'ev.go', key: 'b', data: { n: 2 } });
+    expect(early).toMatchObject({ woken: 0, started: 1 });
+    await skiplock.tick({ untilIdle: true });
+    const sent = await skiplock.sendEvent({ name: 'ev.go', key: 'a', data: { n: 1 }, idempotencyKey: 'go-a' });
+    expect(sent).toMatchObject({ woken: 1, started: 1, created: true });
+    expect(await skiplock.sendEvent({ name: 'ev.go', key: 'a', idempotencyKey: 'go-a' })).toMatchObject({ id: sent.id, created: false });
+    expect(await skiplock.sendEvent({ name: 'ev.stop', key: 'c' })).toMatchObject({ cancelled: 1 });
+    await skiplock.tick({ untilIdle: true });
+    for (const url of new Set(urls)) expect(await skiplock.completeCallback(url.split('/').pop()!, { ok: url })).toBe('completed');
+    await skiplock.tick({ untilIdle: true });
+    expect(await skiplock.getJob(a.id)).toMatchObject({ status: 'DONE', result: { got: { data: { n: 1 }, eventId: sent.id } } });
+    expect(await skiplock.getJob(b.id)).toMatchObject({ status: 'DONE', result: { got: { data: { n: 2 }, eventId: early.id } } });
+    expect(await skiplock.getJob(c.id)).toMatchObject({ status: 'CANCELLED' });
+    expect((await skiplock.listJobs({ task: 'ev-started' })).jobs).toHaveLength(2);
+  });
 });
 
 describe('connection strings as users paste them', () => {

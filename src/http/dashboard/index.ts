@@ -15,6 +15,7 @@
 import type { App, RouteDeps } from '../app-types.ts';
 import { cancel, login, loginForm, logout, pauseOrResume, retry, retryDead, runNow } from './actions.ts';
 import { tasksPage } from './pages/tasks.ts';
+import { eventsPage } from './pages/events.ts';
 import { deadPage } from './pages/dead.ts';
 import { jobPage } from './pages/job.ts';
 import { jobsPage } from './pages/jobs.ts';
@@ -41,6 +42,7 @@ export function registerDashboardRoutes(app: App, routeDeps: RouteDeps): void {
   app.post('/jobs/:id/cancel', cancel(deps));
   app.post('/jobs/:id/run-now', runNow(deps));
   app.get('/tasks', page(deps, (request) => tasksPage(deps, request)));
+  app.get('/events', page(deps, (request) => eventsPage(deps, request)));
   app.post('/tasks/:name/pause', pauseOrResume(deps, 'pause'));
   app.post('/tasks/:name/resume', pauseOrResume(deps, 'resume'));
   app.get('/login', loginForm(deps));

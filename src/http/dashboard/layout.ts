@@ -3,7 +3,7 @@ import { html, raw } from 'hono/html';
 import type { Html } from './format.ts';
 import { STYLES } from './styles.ts';
 
-export type Section = 'overview' | 'jobs' | 'dead' | 'schedules' | 'tasks';
+export type Section = 'overview' | 'jobs' | 'dead' | 'schedules' | 'tasks' | 'events';
 
 export interface Shell {
   title: string;
@@ -22,6 +22,7 @@ const NAV: [Section, string, string][] = [
   ['dead', '/dead', 'Dead letter'],
   ['schedules', '/schedules', 'Schedules'],
   ['tasks', '/tasks', 'Tasks'],
+  ['events', '/events', 'Events'],
 ];
 
 /**

@@ -30,11 +30,11 @@ import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
 import type { Sql } from '../../store/sql.ts';
 import { createBackgroundTicks, type WakeDriver } from '../../runtime/wake.ts';
 import { createMemoryWakeStore, WAKE_EARLY_MS, type WakeStore } from '../../runtime/wake-state.ts';
-import { ConfigError, idleCheckMsFromEnv, intFromEnv, tickOptionsFromEnv, type TickEnv } from '../env-options.ts';
+import { callbacksFromEnv, ConfigError, idleCheckMsFromEnv, intFromEnv, tickOptionsFromEnv, type CallbackEnv, type TickEnv } from '../env-options.ts';
 import { inBackground } from './wait-until.ts';
 import type { DurableObjectNamespace } from './runtime-types.ts';
 
-export interface Env extends TickEnv {
+export interface Env extends TickEnv, Omit<CallbackEnv, 'API_TOKEN'> {
   /** Secret (`wrangler secret put DATABASE_URL`): the Neon connection string. */
   DATABASE_URL: string;
   /** Secret: bearer token of /v1/* and /metrics. */
@@ -130,7 +130,8 @@ function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sql
     );
   }
   const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
-  const skiplock = createSkiplock<Tasks>({ ...config, sql, idleCheckMs });
+  // Callback URLs (ctx.createCallback): PUBLIC_URL and CALLBACK_SECRET (or API_TOKEN), unless given.
+  const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), ...config, sql, idleCheckMs });
   skiplock.setWakeDriver(workerWakeDriver(env, skiplock, httpTick, alarmMode, store));
   // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the rest of the Worker works.
   const app = createAppOrNotice({

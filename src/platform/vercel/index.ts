@@ -16,10 +16,10 @@ import type { Sql } from '../../store/sql.ts';
 import type { TickOptions } from '../../runtime/tick.ts';
 import { createBackgroundTicks, type WakeDriver } from '../../runtime/wake.ts';
 import { createMemoryWakeStore, WAKE_EARLY_MS } from '../../runtime/wake-state.ts';
-import { idleCheckMsFromEnv, tickOptionsFromEnv } from '../env-options.ts';
+import { callbacksFromEnv, idleCheckMsFromEnv, tickOptionsFromEnv, type CallbackEnv } from '../env-options.ts';
 
 /** The variables the handlers read (process.env). */
-export interface VercelEnv {
+export interface VercelEnv extends CallbackEnv {
   DATABASE_URL?: string;
   API_TOKEN?: string;
   CRON_SECRET?: string;
@@ -117,7 +117,7 @@ function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, max
   const env = givenEnv ?? (process.env as VercelEnv);
   if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
   const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL!, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
-  const skiplock = createSkiplock<Tasks>({ ...config, sql, idleCheckMs: idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs) });
+  const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), ...config, sql, idleCheckMs: idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs) });
   const tick = tickOptionsFromEnv(env, { budgetMs: maxDuration * 1000 - HEADROOM_MS, pollIntervalMs: 1_000 });
   skiplock.setWakeDriver(vercelWakeDriver(skiplock, tick));
   // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the project's other routes work.

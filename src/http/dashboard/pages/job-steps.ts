@@ -27,8 +27,22 @@ export function sleepingReason(step: JobStep, now: number): Html {
   return html`it is sleeping (step <code>${step.id}</code>) until ${formatTime(step.wakeAt!)} (${relativeTime(step.wakeAt, now)})`;
 }
 
-/** Why a WAITING job waits: its children that have not ended, and which invoke steps wait on them. */
-export function waitingForChildren(job: JobDetail): Html {
+/** The event or callback wait the job is in (ctx.waitForEvent, waitForCallback): its latest such step still waiting. */
+export function currentEventWait(job: JobDetail): JobStep | undefined {
+  return job.steps.findLast((s) => (s.kind === 'event' || s.kind === 'callback') && s.status === 'waiting');
+}
+
+/** "waiting for event order.paid key o-42 until …" (or "for ever"); a callback says so. */
+export function eventWaitReason(step: JobStep, now: number): Html {
+  const until = step.wakeAt ? html`until ${formatTime(step.wakeAt)} (${relativeTime(step.wakeAt, now)})` : 'with no timeout';
+  if (step.kind === 'callback') return html`waiting for its callback <code>${step.id}</code> to be called, ${until}`;
+  return html`waiting for event <code>${step.eventName ?? '?'}</code>${step.eventKey ? html` key <code>${step.eventKey}</code>` : ' (any key)'} (step <code>${step.id}</code>) ${until}`;
+}
+
+/** Why a WAITING job waits: its event or callback, or its children that have not ended and which invoke steps wait on them. */
+export function waitingForChildren(job: JobDetail, now = Date.now()): Html {
+  const wait = currentEventWait(job);
+  if (wait) return html`Waiting: ${eventWaitReason(wait, now)}; nothing runs meanwhile.`;
   const invoked = job.steps.filter((s) => s.kind === 'invoke').length;
   const waiting = job.steps.filter((s) => s.kind === 'invoke' && s.status === 'waiting');
   const shown = waiting.slice(0, 5);

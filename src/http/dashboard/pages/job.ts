@@ -7,7 +7,7 @@ import { noticeOf } from '../notice.ts';
 import { describeFlowWait, type FlowWait } from '../../../runtime/flow-status.ts';
 import { isRetrying } from './jobs.ts';
 import { attemptTimeline, observabilityFacts } from './job-timeline.ts';
-import { childrenSection, currentSleep, parentFact, sleepingReason, stepsSection, waitingForChildren } from './job-steps.ts';
+import { childrenSection, currentEventWait, currentSleep, eventWaitReason, parentFact, sleepingReason, stepsSection, waitingForChildren } from './job-steps.ts';
 import { jobWaitFacts } from '../../../store/admin.ts';
 import { toBool } from '../../../store/rows.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
@@ -27,7 +27,7 @@ export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest
   <div class="actions">${jobActions(job, csrf, `/jobs/${job.id}`, false, now)}</div>
 </div>
 ${job.status === 'QUEUED' ? html`<p class="subtitle" data-waiting>${waitingReason(job, now, facts !== undefined && toBool(facts.task_paused), typeof facts?.debounce_key === 'string' ? facts.debounce_key : null)}</p>` : ''}
-${job.status === 'WAITING' ? html`<p class="subtitle" data-waiting>${waitingForChildren(job)}</p>` : ''}
+${job.status === 'WAITING' ? html`<p class="subtitle" data-waiting>${waitingForChildren(job, now)}</p>` : ''}
 <p class="subtitle">Task <a href="/jobs?${new URLSearchParams({ task: job.task }).toString()}">${job.task}</a>${
     job.scheduleName ? html` · fired by schedule <a href="/schedules">${job.scheduleName}</a>${job.scheduledFor ? ` for ${formatTime(job.scheduledFor)}` : ''}` : ''
   }</p>
@@ -70,7 +70,9 @@ function waitingReason(job: JobDetail, now: number, taskPaused: boolean, debounc
   const sleep = currentSleep(job, now);
   if (taskPaused) reasons.push(html`its task <a href="/tasks">${job.task}</a> is paused`);
   if (debounceKey !== null) reasons.push(html`it is debounced (key <code>${debounceKey}</code>): an enqueue with that key pushes it back again`);
-  if (sleep) reasons.push(sleepingReason(sleep, now));
+  const eventWait = currentEventWait(job);
+  if (eventWait) reasons.push(eventWaitReason(eventWait, now));
+  else if (sleep) reasons.push(sleepingReason(sleep, now));
   else if (job.runAt.getTime() > now) reasons.push(html`${isRetrying(job) ? 'it waits to retry' : 'it is delayed'} until ${formatTime(job.runAt)} (${relativeTime(job.runAt, now)})`);
   if (reasons.length === 0) return html`Waiting: due, for the next tick to claim it.`;
   return html`Waiting: ${reasons.map((r, i) => html`${i > 0 ? '; ' : ''}${r}`)}.`;
@@ -85,6 +87,8 @@ function attemptsNote(job: Job): Html | string {
 /** Why a QUEUED job has not run yet: not due, held by a concurrency or rate limit, or due for the next tick. */
 export function flowWaitingReason(job: JobDetail, flow: FlowWait | null, now: number, taskPaused = false): Html {
   if (taskPaused) return html`its task is paused: no tick claims it until the task is resumed`;
+  const eventWait = currentEventWait(job);
+  if (eventWait) return eventWaitReason(eventWait, now);
   const sleep = currentSleep(job, now);
   if (sleep) return html`sleeping (step <code>${sleep.id}</code>): not due until ${timeFact(job.runAt, now)}`;
   if (job.runAt.getTime() > now) return html`not due until ${timeFact(job.runAt, now)}${isRetrying(job) ? ' (waiting to retry)' : ''}`;

@@ -1,0 +1,108 @@
+/**
+ * ctx.waitForEvent, ctx.createCallback and ctx.waitForCallback for one run of a job: durable
+ * steps (src/runtime/steps.ts provides reach, the fence and the suspension) whose statements are
+ * in src/store/events.ts. A wait that finds its event already stored returns at once; otherwise
+ * the run leaves the invocation with a `wait` outcome (WAITING, or QUEUED until its timeout).
+ */
+import { permanentTypeError } from '../core/errors.ts';
+import { unstorableText } from '../core/json.ts';
+import type { Outcome } from '../core/state.ts';
+import type { StepKind } from '../core/types.ts';
+import type { Clock } from '../store/clock.ts';
+import { createCallbackStep, eventLock, readCallbackStep, waitForEvent, type WaitRow } from '../store/events.ts';
+import { toDate } from '../store/rows.ts';
+import type { Sql } from '../store/sql.ts';
+import type { StepFence } from '../store/steps.ts';
+import { callbacksNotConfigured, type CallbackSigner } from './callback-token.ts';
+import { EVENT_NAME } from './events.ts';
+import type { StoredStep } from './steps.ts';
+import type { WaitForEventOptions } from './task.ts';
+
+/** The longest wait timeout: 365 days (as the longest sleep). */
+const MAX_TIMEOUT_MS = 365 * 24 * 3600 * 1000;
+
+export interface WaitHelpers {
+  sql: Sql;
+  jobId: string;
+  now(): Clock;
+  reach(id: unknown, kind: Exclude<StepKind, 'patch'>): { seq: number; row: StoredStep | undefined };
+  /** A recorded step by id (the claim's read), without taking a place in the order. */
+  recorded(id: string): StoredStep | undefined;
+  fence(): StepFence;
+  leave<T>(outcome: Outcome): Promise<T>;
+  /** The lease was lost: the run is stopped; the promise never settles. */
+  lost<T>(): Promise<T>;
+  callbacks: CallbackSigner | undefined;
+}
+
+export interface EventWaits {
+  waitForEvent(id: string, options: WaitForEventOptions): Promise<{ data: unknown; eventId: string } | null>;
+  createCallback(id: string, options?: { timeoutMs?: number }): Promise<{ url: string }>;
+  waitForCallback(id: string): Promise<{ data: unknown } | null>;
+}
+
+function checkTimeout(what: string, timeoutMs: unknown): number | null {
+  if (timeoutMs === undefined) return null;
+  if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMEOUT_MS)
+    throw permanentTypeError(`${what}: timeoutMs must be an integer from 0 to ${MAX_TIMEOUT_MS} (365 days), got ${String(timeoutMs)}`);
+  return timeoutMs;
+}
+
+function checkWaitOptions(id: string, options: WaitForEventOptions): { name: string; key: string | null; timeoutMs: number | null } {
+  const what = `ctx.waitForEvent(${JSON.stringify(id)})`;
+  if (typeof options !== 'object' || options === null) throw permanentTypeError(`${what}: the second argument must be { event, key?, timeoutMs? }`);
+  if (typeof options.event !== 'string' || !EVENT_NAME.test(options.event))
+    throw permanentTypeError(`${what}: event must be an event name (1–200 of letters, digits and _ . : / -), got ${JSON.stringify(options.event)}`);
+  const { key } = options;
+  if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > 255 || unstorableText(key)))
+    throw permanentTypeError(`${what}: key must be a string of 1 to 255 characters`);
+  return { name: options.event, key: key ?? null, timeoutMs: checkTimeout(what, options.timeoutMs) };
+}
+
+/** Suspends for a wait still waiting: until its timeout (QUEUED then), or for ever (WAITING). */
+const waitOutcome = (wakeAt: unknown): Outcome => ({ kind: 'wait', runAt: wakeAt === null || wakeAt === undefined ? null : toDate(wakeAt).toISOString(), events: true });
+
+export function createEventWaits(h: WaitHelpers): EventWaits {
+  /** Callback steps this run created (not yet in the claim's read). */
+  const created = new Set<string>();
+
+  return {
+    async waitForEvent(id, options) {
+      const wait = checkWaitOptions(id, options);
+      const { seq, row } = h.reach(id, 'event');
+      if (row?.status === 'done') return (row.output ?? null) as { data: unknown; eventId: string } | null;
+      const [, rows] = await h.sql.batch([
+        eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
+        waitForEvent({ ...h.fence(), id, seq, isNew: row === undefined, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
+      ]);
+      const answer = rows?.[0] as WaitRow | undefined;
+      if (!answer || Number(answer.held) !== 1) return h.lost();
+      if (answer.status === 'done') return (answer.output ?? null) as { data: unknown; eventId: string } | null;
+      return h.leave(waitOutcome(answer.wake_at));
+    },
+
+    async createCallback(id, options = {}) {
+      const what = `ctx.createCallback(${JSON.stringify(id)})`;
+      if (typeof options !== 'object' || options === null) throw permanentTypeError(`${what}: the second argument must be { timeoutMs? }`);
+      const timeoutMs = checkTimeout(what, options.timeoutMs);
+      if (!h.callbacks) throw callbacksNotConfigured();
+      const { seq, row } = h.reach(id, 'callback');
+      if (!row) {
+        const [written] = await h.sql.query(createCallbackStep({ ...h.fence(), id, seq, timeoutMs }));
+        if (!written) return h.lost();
+      }
+      created.add(id);
+      return { url: await h.callbacks.urlFor(h.jobId, id) };
+    },
+
+    async waitForCallback(id) {
+      const row = h.recorded(id);
+      if ((row === undefined || row.kind !== 'callback') && !created.has(id))
+        throw permanentTypeError(`ctx.waitForCallback(${JSON.stringify(id)}): no callback of that id: call ctx.createCallback(${JSON.stringify(id)}) first`);
+      if (row?.status === 'done') return (row.output ?? null) as { data: unknown } | null;
+      const [now] = await h.sql.query(readCallbackStep({ now: h.now(), jobId: h.jobId, id }));
+      if (now?.status === 'done') return (now.output ?? null) as { data: unknown } | null;
+      return h.leave(waitOutcome(now?.wake_at));
+    },
+  };
+}
