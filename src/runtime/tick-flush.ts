@@ -58,6 +58,8 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   if (run.probeSchedules && summary) run.scheduleDue = toBool(summary.schedule_due);
   const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map(mapJob);
   run.counts.claimed += claimed.length;
+  // Every slot filled: more may be due than this tick can run (maxParallelTicks starts more).
+  if (limit > 0 && limit >= o.concurrency && claimed.length === limit) o.onBacklog?.();
   if (claimed.some((job) => job.stepCount > 0)) await startDurable(run, claimed);
   else claimed.forEach((job) => startJob(run, job));
   // A job put back due now is not taken by this statement's claim: a statement updates a row

@@ -50,6 +50,12 @@ export interface TickOptions {
    * tick() is called. A value in the future or not finite is ignored.
    */
   startedAt?: number;
+  /**
+   * Called when a claim fills every slot of the tick (more may be due than it can run), so that a
+   * platform starts more invocations (maxParallelTicks). It may be called again at later full
+   * claims: callers act once. Default none.
+   */
+  onBacklog?: () => void;
 }
 
 export interface TickDeps {
@@ -92,4 +98,4 @@ export const TICK_DEFAULTS = {
 
 
 /** The options with their defaults filled in. */
-export type ResolvedTickOptions = Required<Omit<TickOptions, 'signal' | 'startedAt' | 'maxJobTimeoutMs'>> & Pick<TickOptions, 'signal' | 'startedAt' | 'maxJobTimeoutMs'>;
+export type ResolvedTickOptions = Required<Omit<TickOptions, 'signal' | 'startedAt' | 'maxJobTimeoutMs' | 'onBacklog'>> & Pick<TickOptions, 'signal' | 'startedAt' | 'maxJobTimeoutMs' | 'onBacklog'>;

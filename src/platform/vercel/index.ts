@@ -1,7 +1,9 @@
 /**
  * skiplock/vercel: the HTTP API as a Vercel Function (Node.js runtime) or as Next.js App Router
  * route handlers. A Vercel cron calls GET <basePath>/v1/tick with `Authorization: Bearer
- * $CRON_SECRET` (any other caller needs API_TOKEN). Each tick's budget comes from `maxDuration`;
+ * $CRON_SECRET` (cron.ts: it consults the wake state in the Runtime Cache, wake-store.ts, and
+ * makes no statement when nothing is due; any other caller needs API_TOKEN and gets an explicit
+ * tick). Each tick's budget comes from `maxDuration`;
  * the tick an enqueue starts runs on after the response through `waitUntil`
  * (@vercel/functions), within the same limit. Configuration from process.env: DATABASE_URL,
  * API_TOKEN, CRON_SECRET, TICK_* (read on the first request).
@@ -15,8 +17,10 @@ import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
 import type { Sql } from '../../store/sql.ts';
 import type { TickOptions } from '../../runtime/tick.ts';
 import { createBackgroundTicks, type WakeDriver } from '../../runtime/wake.ts';
-import { createMemoryWakeStore, WAKE_EARLY_MS } from '../../runtime/wake-state.ts';
-import { callbacksFromEnv, idleCheckMsFromEnv, tickOptionsFromEnv, type CallbackEnv } from '../env-options.ts';
+import { WAKE_EARLY_MS, type WakeStore } from '../../runtime/wake-state.ts';
+import { callbacksFromEnv, idleCheckMsFromEnv, intFromEnv, tickOptionsFromEnv, type CallbackEnv } from '../env-options.ts';
+import { createVercelCron } from './cron.ts';
+import { createRuntimeCacheWakeStore, wakeStateKey } from './wake-store.ts';
 
 /** The variables the handlers read (process.env). */
 export interface VercelEnv extends CallbackEnv {
@@ -29,6 +33,8 @@ export interface VercelEnv extends CallbackEnv {
   TICK_POLL_INTERVAL_MS?: string;
   /** The longest an idle deployment goes without a database check, in ms (0: never). Default one hour. */
   IDLE_CHECK_MS?: string;
+  /** Invocations a backlog may fan out to, the cron's own included. Default 4 (DEFAULT_MAX_PARALLEL_TICKS). */
+  MAX_PARALLEL_TICKS?: string;
   /** Local development only: Neon's HTTP endpoint, pointed at the local Neon proxy. */
   NEON_FETCH_ENDPOINT?: string;
   [name: string]: string | undefined;
@@ -46,7 +52,15 @@ export interface VercelOptions<Tasks extends TaskList = TaskList> extends Omit<S
   sql?: (env: VercelEnv) => Sql;
   /** Where configuration is read from. Default: process.env. */
   env?: VercelEnv;
+  /**
+   * How many invocations a backlog may run at once: a cron tick whose claim fills every slot calls
+   * its own tick route this many times minus one (MAX_PARALLEL_TICKS overrides). 1 turns it off. Default 4.
+   */
+  maxParallelTicks?: number;
 }
+
+/** maxParallelTicks when neither the option nor MAX_PARALLEL_TICKS sets it. */
+export const DEFAULT_MAX_PARALLEL_TICKS = 4;
 
 export interface VercelHandler<Tasks extends TaskList = TaskList> {
   /** The Vercel Function's handler: `export default handler` (it has `fetch`). */
@@ -76,11 +90,13 @@ const HEADROOM_MS = 5_000;
 /** A Vercel Function (Node.js runtime) serving the HTTP API, dashboard and cron tick route. */
 export function createVercelHandler<const Tasks extends TaskList>(options: VercelOptions<Tasks>): VercelHandler<Tasks> {
   const maxDuration = options.maxDuration ?? 60;
-  let built: { skiplock: Skiplock<Tasks>; http: Mounted } | undefined;
+  let built: Built<Tasks> | undefined;
   const build = () => (built ??= buildFromEnv(options, maxDuration));
   return {
     async fetch(request) {
-      return build().http.fetch(request);
+      const arrivedAt = performance.now();
+      const { http, cron } = build();
+      return (await cron(request, arrivedAt)) ?? http.fetch(request);
     },
     skiplock: () => build().skiplock,
     config: { maxDuration },
@@ -98,8 +114,7 @@ export function createNextHandlers<const Tasks extends TaskList>(options: Vercel
  * Work due now: a tick after the response (waitUntil), one chain per instance, from the user's own
  * route as from the HTTP API. The wake state is the instance's memory (best effort).
  */
-function vercelWakeDriver(skiplock: Skiplock, tick: TickOptions): WakeDriver {
-  const store = createMemoryWakeStore();
+function vercelWakeDriver(skiplock: Skiplock, tick: TickOptions, store: WakeStore): WakeDriver {
   const background = createBackgroundTicks(() => skiplock.tickIfDue({ ...tick, untilIdle: true, store, force: true }), (_level, message, fields) => console.error(`[skiplock] ${message}`, fields));
   return {
     store,
@@ -112,14 +127,26 @@ function vercelWakeDriver(skiplock: Skiplock, tick: TickOptions): WakeDriver {
   };
 }
 
-function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, maxDuration: number): { skiplock: Skiplock<Tasks>; http: Mounted } {
-  const { maxDuration: _, basePath, sql: sqlFor, env: givenEnv, ...config } = options;
+interface Built<Tasks extends TaskList> {
+  skiplock: Skiplock<Tasks>;
+  http: Mounted;
+  cron: ReturnType<typeof createVercelCron>;
+}
+
+function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, maxDuration: number): Built<Tasks> {
+  const { maxDuration: _, basePath, sql: sqlFor, env: givenEnv, maxParallelTicks, ...config } = options;
   const env = givenEnv ?? (process.env as VercelEnv);
   if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
   const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL!, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
   const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), ...config, sql, idleCheckMs: idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs) });
   const tick = tickOptionsFromEnv(env, { budgetMs: maxDuration * 1000 - HEADROOM_MS, pollIntervalMs: 1_000 });
-  skiplock.setWakeDriver(vercelWakeDriver(skiplock, tick));
+  // The wake state in the Runtime Cache, one entry per database and task list (wake-store.ts).
+  const store = createRuntimeCacheWakeStore({ key: wakeStateKey(env.DATABASE_URL, [...skiplock.tasks.keys()], (config.schedules ?? []).map((s) => s.name)) });
+  skiplock.setWakeDriver(vercelWakeDriver(skiplock, tick, store));
+  const cron = createVercelCron({
+    skiplock, tick, store, cronSecret: env.CRON_SECRET, basePath,
+    maxParallelTicks: intFromEnv(env.MAX_PARALLEL_TICKS, maxParallelTicks ?? DEFAULT_MAX_PARALLEL_TICKS, 'MAX_PARALLEL_TICKS'),
+  });
   // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the project's other routes work.
   const app = createAppOrNotice({
     skiplock,
@@ -131,5 +158,5 @@ function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, max
     maxJobTimeoutMs: longestJobTimeoutMs(tick), // every tick here has this budget: a longer job is refused at enqueue
     // No runInBackground: every write that makes due work starts its tick through the wake driver.
   });
-  return { skiplock, http: mount(app, basePath) };
+  return { skiplock, http: mount(app, basePath), cron };
 }
