@@ -61,6 +61,10 @@ export interface Env extends TickEnv, Omit<CallbackEnv, 'API_TOKEN'> {
   TICKER?: string;
   /** The SkiplockTicker Durable Object namespace (wrangler.toml `[[durable_objects.bindings]]`). */
   SKIPLOCK_TICKER?: DurableObjectNamespace;
+  /** A service binding to this Worker itself (wrangler.toml `[[services]]`): how a backlog fans out (fan-out.ts). */
+  SKIPLOCK_SELF?: { fetch(request: Request): Promise<Response> };
+  /** Invocations a backlog may run at once, the alarm's included (1: no fan-out). Default 4 (DEFAULT_MAX_PARALLEL_TICKS). */
+  MAX_PARALLEL_TICKS?: string | number;
   /** Local development only: Neon's HTTP endpoint, pointed at the local Neon proxy by `npm start`. */
   NEON_FETCH_ENDPOINT?: string;
 }
@@ -71,7 +75,12 @@ export interface WorkerOptions<Tasks extends TaskList = TaskList> extends Omit<S
   basePath?: string;
   /** The database port for this env. Default: createNeonHttpDriver(env.DATABASE_URL) (NEON_FETCH_ENDPOINT honoured). */
   sql?: (env: Env) => Sql;
+  /** Invocations a backlog may run at once (MAX_PARALLEL_TICKS overrides; needs the SKIPLOCK_SELF binding). Default 4. */
+  maxParallelTicks?: number;
 }
+
+/** maxParallelTicks when neither the option nor MAX_PARALLEL_TICKS sets it. */
+export const DEFAULT_MAX_PARALLEL_TICKS = 4;
 
 export interface Deployment<Tasks extends TaskList = TaskList> {
   skiplock: Skiplock<Tasks>;
@@ -86,6 +95,9 @@ export interface Deployment<Tasks extends TaskList = TaskList> {
   alarmMode: boolean;
   /** IDLE_CHECK_MS: the longest an idle deployment goes without a database check. */
   idleCheckMs: number;
+  /** MAX_PARALLEL_TICKS (fan-out.ts). */
+  maxParallelTicks: number;
+  basePath: string | undefined;
 }
 
 /** Connections one Workers invocation may have waiting for response headers; a seventh waits for one of them. */
@@ -112,7 +124,7 @@ export function createDeployments<Tasks extends TaskList>(options: WorkerOptions
   };
 }
 
-function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sqlFor, ...config }: WorkerOptions<Tasks>, store: WakeStore): Deployment<Tasks> {
+function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sqlFor, maxParallelTicks: parallel, ...config }: WorkerOptions<Tasks>, store: WakeStore): Deployment<Tasks> {
   if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set (wrangler secret put DATABASE_URL)');
   const alarmMode = tickerMode(env) === 'alarm';
   const idleCheckMs = idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs);
@@ -144,7 +156,8 @@ function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sql
     maxJobTimeoutMs,
     // No runInBackground: every write that makes due work starts its tick through the wake driver.
   });
-  return { skiplock, app, http: mount(app, basePath), cronTick, alarmTick, alarmMode, idleCheckMs };
+  const maxParallelTicks = intFromEnv(env.MAX_PARALLEL_TICKS, parallel ?? DEFAULT_MAX_PARALLEL_TICKS, 'MAX_PARALLEL_TICKS');
+  return { skiplock, app, http: mount(app, basePath), cronTick, alarmTick, alarmMode, idleCheckMs, maxParallelTicks, basePath };
 }
 
 /** TICKER, checked against the binding: "alarm" without SKIPLOCK_TICKER is a clear error, unset falls back to "cron". */

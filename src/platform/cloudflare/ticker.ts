@@ -7,6 +7,7 @@
  * statement, no tick unless the state says so. One instance, named "skiplock", so alarms never overlap.
  */
 import type { Deployment, Env } from './deployment.ts';
+import { fanOutOnBacklog } from './fan-out.ts';
 import type { DurableObjectState } from './runtime-types.ts';
 import { createDurableObjectWakeStore } from './ticker-store.ts';
 
@@ -46,11 +47,14 @@ export function createTickerClass(deploymentFor: (env: Env) => Deployment): Tick
     }
 
     async alarm(): Promise<void> {
-      const { skiplock, alarmTick } = deploymentFor(this.#env);
+      const deployment = deploymentFor(this.#env);
+      const { skiplock, alarmTick } = deployment;
       const store = this.#store();
       try {
+        // A backlog (a claim fills every slot) starts more invocations, ending with this one (fan-out.ts).
+        const onBacklog = fanOutOnBacklog(this.#env, deployment, Date.now() + (alarmTick.budgetMs ?? 25_000));
         // The state is read and written through the store, which sets the next alarm.
-        const { concluded } = await skiplock.tickIfDue({ ...alarmTick, untilIdle: true, store });
+        const { concluded } = await skiplock.tickIfDue({ ...alarmTick, untilIdle: true, store, onBacklog });
         if (concluded) await store.arm();
         else await this.#state.storage.setAlarm(Date.now() + RETRY_AFTER_FAILURE_MS);
       } catch (error) {

@@ -10,6 +10,7 @@ import type { Skiplock } from '../../runtime/skiplock.ts';
 import type { TaskList } from '../../runtime/task-types.ts';
 import { checkTicker, createDeployments, type Env, type WorkerOptions } from './deployment.ts';
 import type { ExecutionContext, ScheduledController } from './runtime-types.ts';
+import { FAN_OUT_HEADER, serveFanOut } from './fan-out.ts';
 import { createTickerClass, type TickerClass } from './ticker.ts';
 import { loadWaitUntil, rememberContext } from './wait-until.ts';
 
@@ -44,9 +45,15 @@ export function createWorker<const Tasks extends TaskList>(options: WorkerOption
   void loadWaitUntil();
   const basePath = normalizeBasePath(options.basePath);
   return {
-    fetch(request, env, ctx) {
+    async fetch(request, env, ctx) {
       rememberContext(ctx);
-      return deploymentFor(env).http.fetch(request, env, ctx);
+      const deployment = deploymentFor(env);
+      // A backlog's extra invocation, started by the Durable Object through SKIPLOCK_SELF (fan-out.ts).
+      if (request.headers.has(FAN_OUT_HEADER)) {
+        const answered = await serveFanOut(request, env, deployment);
+        if (answered) return answered;
+      }
+      return deployment.http.fetch(request, env, ctx);
     },
     async scheduled(_controller, env, ctx) {
       rememberContext(ctx);
