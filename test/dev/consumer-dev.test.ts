@@ -166,3 +166,50 @@ async function runToExit(child: ChildProcess): Promise<{ code: number | null; ou
   });
   return { code, output };
 }
+
+test('--cron: drives the Worker started after it, so a sleeping workflow wakes; nothing due returns at once', { timeout: 120_000 }, async () => {
+  const { freePort } = await import('../../src/dev/embedded-postgres.ts');
+  const { startWranglerDev } = await import('../../src/dev/wrangler-dev.ts');
+  const home = await mkdtemp(join(tmpdir(), 'skiplock-dev-cron-'));
+  await chmod(home, 0o755);
+  const port = await freePort();
+  const child = spawnDev(home, ['--pg-port', '0', '--proxy-port', '0', '--cron', `http://127.0.0.1:${port}`]);
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+  let worker: Awaited<ReturnType<typeof startWranglerDev>> | undefined;
+  try {
+    const deadline = Date.now() + 45_000;
+    while (!/NEON_WS_PROXY=\S+/.test(output)) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`skiplock dev did not get ready:\n${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const vars = Object.fromEntries([...output.matchAll(/^ *(DATABASE_URL|NEON_FETCH_ENDPOINT)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+    // Written behind the Worker's back, before it runs: only the scheduled entry can find it.
+    const sql = createPgDriver(vars.DATABASE_URL!, { max: 1 });
+    const [job] = await sql.query<{ id: string }>(
+      statement(`INSERT INTO skiplock.job (task, payload, timeout_ms) VALUES ('signup-workflow', '{"email":"a@example.com","waitMs":1500}', 3000) RETURNING id::text AS id`),
+    );
+    worker = await startWranglerDev({ port, persistTo: join(home, 'wrangler'), stdio: 'ignore', vars: { ...vars, API_TOKEN: 'dev-token-0123456789' } });
+    const status = async () => String((await sql.query<{ status: string }>(statement(`SELECT status FROM skiplock.job WHERE id = $1`, [job!.id])))[0]!.status);
+    const until = Date.now() + 40_000;
+    while ((await status()) !== 'DONE') {
+      if (Date.now() > until) throw new Error(`the workflow is ${await status()}:\n${output}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(output).toContain(`calling http://127.0.0.1:${port}/cdn-cgi/handler/scheduled`);
+    await sql.close();
+    // Nothing due now: the scheduled invocation makes no statement worth waiting for.
+    const started = performance.now();
+    const response = await fetch(`${worker.url}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*`);
+    await response.text();
+    expect(response.status).toBe(200);
+    expect(performance.now() - started).toBeLessThan(2_000);
+  } finally {
+    await worker?.stop();
+    child.kill('SIGINT');
+    await exited;
+    await rm(home, { recursive: true, force: true });
+  }
+});

@@ -63,7 +63,7 @@ export interface Env extends TickEnv, Omit<CallbackEnv, 'API_TOKEN'> {
   SKIPLOCK_TICKER?: DurableObjectNamespace;
   /** A service binding to this Worker itself (wrangler.toml `[[services]]`): how a backlog fans out (fan-out.ts). */
   SKIPLOCK_SELF?: { fetch(request: Request): Promise<Response> };
-  /** Invocations a backlog may run at once, the alarm's included (1: no fan-out). Default 4 (DEFAULT_MAX_PARALLEL_TICKS). */
+  /** Invocations a backlog may run at once, the alarm's included (1: no fan-out). Default 8 (DEFAULT_MAX_PARALLEL_TICKS). */
   MAX_PARALLEL_TICKS?: string | number;
   /** Local development only: Neon's HTTP endpoint, pointed at the local Neon proxy by `npm start`. */
   NEON_FETCH_ENDPOINT?: string;
@@ -75,12 +75,12 @@ export interface WorkerOptions<Tasks extends TaskList = TaskList> extends Omit<S
   basePath?: string;
   /** The database port for this env. Default: createNeonHttpDriver(env.DATABASE_URL) (NEON_FETCH_ENDPOINT honoured). */
   sql?: (env: Env) => Sql;
-  /** Invocations a backlog may run at once (MAX_PARALLEL_TICKS overrides; needs the SKIPLOCK_SELF binding). Default 4. */
+  /** Invocations a backlog may run at once (MAX_PARALLEL_TICKS overrides; needs the SKIPLOCK_SELF binding). Default 8 (measured: docs/platforms.md). */
   maxParallelTicks?: number;
 }
 
 /** maxParallelTicks when neither the option nor MAX_PARALLEL_TICKS sets it. */
-export const DEFAULT_MAX_PARALLEL_TICKS = 4;
+export const DEFAULT_MAX_PARALLEL_TICKS = 8;
 
 export interface Deployment<Tasks extends TaskList = TaskList> {
   skiplock: Skiplock<Tasks>;
