@@ -24,7 +24,10 @@ export function fanOutOnBacklog(env: Env, deployment: Deployment, deadline: numb
   const self = env.SKIPLOCK_SELF;
   if (!self || deployment.maxParallelTicks <= 1) return undefined;
   const url = `https://skiplock${normalizeBasePath(deployment.basePath)}${FAN_OUT_PATH}`;
+  let started = false;
   return () => {
+    if (started) return; // once per alarm: later full claims of the same tick start nothing more
+    started = true;
     console.log(`[skiplock] backlog: starting ${deployment.maxParallelTicks - 1} more tick invocations`);
     for (let i = 1; i < deployment.maxParallelTicks; i += 1) {
       const request = new Request(url, { method: 'POST', headers: { authorization: `Bearer ${env.API_TOKEN}`, [FAN_OUT_HEADER]: String(deadline) } });
