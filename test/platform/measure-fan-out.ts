@@ -1,6 +1,7 @@
 /**
  * maxParallelTicks, measured in workerd (wrangler dev, this repository's Worker, the Durable
- * Object ticker, the Neon HTTP driver through the local proxy): a backlog of JOBS `sleep` jobs of
+ * Object ticker, the Neon HTTP driver through the local proxy; uncomment the SKIPLOCK_SELF
+ * binding in wrangler.toml first): a backlog of JOBS `sleep` jobs of
  * 200 ms (I/O-bound: a timer), written by SQL behind the Worker's back, then one minute-cron
  * invocation. For each MAX_PARALLEL_TICKS: drain time, statements (the database's committed
  * transactions, minus this script's own polls); the Worker's '[skiplock] backlog' lines, printed
