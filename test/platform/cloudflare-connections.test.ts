@@ -103,7 +103,8 @@ test('a TICK_CONCURRENCY that can take every connection is warned about when the
   const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
   try {
     const deploymentFor = createDeployments({ tasks: [] });
-    const env = (vars: Record<string, string>) => ({ DATABASE_URL: 'postgres://u:p@db.example/x', API_TOKEN: 'connections-token-0123456789', ...vars }) as Env;
+    // TICKER = "cron": without the Durable Object binding the Worker otherwise warns about that (issue 22).
+    const env = (vars: Record<string, string>) => ({ DATABASE_URL: 'postgres://u:p@db.example/x', API_TOKEN: 'connections-token-0123456789', TICKER: 'cron', ...vars }) as Env;
     deploymentFor(env({}));
     deploymentFor(env({ TICK_CONCURRENCY: '5' }));
     expect(warn).not.toHaveBeenCalled();
