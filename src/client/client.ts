@@ -4,6 +4,7 @@
  * neither a driver nor zod: only this folder.
  */
 import { errorFromResponse, SkiplockApiError } from './errors.ts';
+import type { SendEventResult } from '../runtime/events.ts';
 import type {
   ClientEnqueueInput,
   ClientScheduleInput,
@@ -129,15 +130,8 @@ export interface SendEventInputJson {
   idempotencyKey?: string;
 }
 
-export interface SendEventResultJson {
-  id: string;
-  woken: number;
-  started: number;
-  cancelled: number;
-  refused: { task: string; message: string }[];
-  /** False for a replay of an idempotency key (HTTP 200): nothing was written. */
-  created: boolean;
-}
+/** What a send answers (the library's SendEventResult; `created` false for a replay of an idempotency key, HTTP 200). */
+export type SendEventResultJson = SendEventResult;
 
 export interface EventJson {
   id: string;
