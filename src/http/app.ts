@@ -5,7 +5,7 @@
  *                           runInBackground: (work, c) => c.executionCtx.waitUntil(work) });
  *   export default { fetch: app.fetch };
  */
-import { OpenAPIHono } from '@hono/zod-openapi';
+import { OpenAPIHono } from './zod-openapi.ts';
 import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { SkiplockError } from '../core/errors.ts';

@@ -2,7 +2,8 @@
  * The zod schemas of the HTTP API: request envelopes (validated by the routes) and responses
  * (documented in /openapi.json). The enqueue envelope is the library's own enqueueInputSchema.
  */
-import { z } from '@hono/zod-openapi';
+import { extendZodWithOpenApi } from './zod-openapi.ts';
+import * as z from 'zod';
 import { ATTEMPT_OUTCOMES } from '../core/attempt-history.ts';
 import { JOB_STATUSES, STEP_KINDS, STEP_STATUSES } from '../core/types.ts';
 import { unstorableText } from '../core/json.ts';
@@ -14,6 +15,13 @@ import { SCHEDULE_NAME } from '../core/schedule.ts';
 import { CHILD_LIMIT } from '../store/job-detail.ts';
 import { eventNameSchema } from '../runtime/cancel-on.ts';
 import { EVENT_LIMITS, EVENT_LIST_LIMIT, sendEventInputSchema } from '../runtime/events.ts';
+
+/*
+ * The `.openapi` method, before the schemas below use it (importing @hono/zod-openapi extends zod
+ * too, but from a module this one need not follow). Only `ZodType` is passed: the whole `z`
+ * namespace as a value would keep all of zod, its 63 locales included, in a Worker's bundle.
+ */
+extendZodWithOpenApi({ ZodType: z.ZodType } as unknown as typeof z);
 
 export const MAX_BATCH = 1000;
 

@@ -5,7 +5,7 @@
 import { checkRange, SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import { JOB_STATUSES, type Job, type JobDetail, type JobStatus } from '../core/types.ts';
-import { z } from 'zod';
+import * as z from 'zod';
 import { flowKeys } from './flow-key.ts';
 import { cancelJob, currentTime, lockJob, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
 import { getJob } from '../store/jobs.ts';

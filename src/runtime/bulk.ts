@@ -5,7 +5,7 @@
  * again by the statement that changes it, so a concurrent single retry or cancel, a claim, or the
  * same bulk action run twice never applies twice.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import { JOB_STATUSES } from '../core/types.ts';

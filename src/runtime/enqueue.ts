@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
 import { findUnstorableJson, unstorableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';

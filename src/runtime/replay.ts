@@ -11,7 +11,7 @@
  * recorded history: fine), a step recorded as failed (it would run again), a sleep still
  * sleeping, an invoke still waiting, ctx.enqueue (a write).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ChildJobError, SkiplockError } from '../core/errors.ts';
 import { JOB_STATUSES, type Job } from '../core/types.ts';
 import { listJobSteps } from '../store/steps.ts';

@@ -5,7 +5,7 @@
  * schedule is bad input and throws a SkiplockError (invalid_request, unknown_task,
  * invalid_payload), which the HTTP API maps to 400.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
 import {
   CATCH_UP_POLICIES,

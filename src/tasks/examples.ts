@@ -3,7 +3,7 @@
  * `npm start`, the Worker, the Vercel function and the Node runner. Small on purpose: each shows
  * one behaviour.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineSchedule, defineTask, PermanentError } from '../index.ts';
 
 /** Returns its message: the smallest job that does something. */

@@ -1,5 +1,5 @@
 import { defineSchedule, defineTask } from 'skiplock';
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const resizeImage = defineTask({
   name: 'resize-image',

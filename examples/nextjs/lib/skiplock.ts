@@ -1,7 +1,7 @@
 // The queue of this app: its tasks, its schedule, and the route handlers that serve it.
 import { defineSchedule, defineTask } from 'skiplock';
 import { createNextHandlers } from 'skiplock/vercel';
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const sendWelcome = defineTask({
   name: 'send-welcome',

@@ -1,5 +1,5 @@
 import { defineSchedule, defineTask, PermanentError } from 'skiplock';
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const sendWelcome = defineTask({
   name: 'send-welcome',

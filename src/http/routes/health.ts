@@ -3,7 +3,8 @@
  * a serverless database awake, nor let strangers make it work). GET /healthz?deep=1 with the API
  * token: the database and its schema version (applied vs this skiplock's).
  */
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '../zod-openapi.ts';
+import * as z from 'zod';
 import { SkiplockError } from '../../core/errors.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { bearerToken, safeEqual } from '../auth.ts';

@@ -1,5 +1,5 @@
 /** /v1/jobs: enqueue (one or a batch), read, list, reschedule, cancel, retry (one, or DEAD jobs in bulk). */
-import { createRoute } from '@hono/zod-openapi';
+import { createRoute } from '../zod-openapi.ts';
 import { SkiplockError } from '../../core/errors.ts';
 import { refuseUnfittableTimeouts } from '../../runtime/enqueue.ts';
 import { isTraceparent } from '../../runtime/tracing.ts';

@@ -1,5 +1,6 @@
 /** GET /metrics: Prometheus text (needs the API token, like /v1/*). */
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '../zod-openapi.ts';
+import * as z from 'zod';
 import { flowControlGauges } from '../../store/admin.ts';
 import { toBool } from '../../store/rows.ts';
 import type { App, RouteDeps } from '../app-types.ts';

@@ -1,5 +1,6 @@
 /** /v1/schedules: list every schedule; create, replace or remove a dynamic one. */
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '../zod-openapi.ts';
+import * as z from 'zod';
 import { SkiplockError } from '../../core/errors.ts';
 import { scheduleToJson } from '../../runtime/schedules.ts';
 import type { App, RouteDeps } from '../app-types.ts';

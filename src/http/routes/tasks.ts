@@ -1,5 +1,5 @@
 /** /v1/tasks: each task's counts and state; pause and resume (issue 14). */
-import { createRoute } from '@hono/zod-openapi';
+import { createRoute } from '../zod-openapi.ts';
 import { taskToJson } from '../../runtime/admin.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { bearerSecurity, errorResponses, jsonContent, TaskEnvelope, TaskList, TaskNameParam } from '../schemas.ts';

@@ -3,9 +3,10 @@
  * `Authorization: Bearer $CRON_SECRET` with a GET); so can a person or a deploy script.
  * POST /v1/wake: work written behind the deployment's back may be due at `at` (default now).
  */
-import { createRoute, z } from '@hono/zod-openapi';
+import * as z from 'zod';
 import { SkiplockError } from '../../core/errors.ts';
 import { storableInstant, toIssues } from '../../runtime/enqueue.ts';
+import { createRoute } from '../zod-openapi.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { bearerSecurity, errorResponses, jsonContent, TickResult } from '../schemas.ts';
 

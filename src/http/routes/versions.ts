@@ -2,7 +2,8 @@
  * Versions and bulk (issue 25): restart a job from a step, and act on every job a filter matches.
  * POST /v1/jobs/{id}/restart and POST /v1/jobs/bulk.
  */
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '../zod-openapi.ts';
+import * as z from 'zod';
 import { JOB_STATUSES } from '../../core/types.ts';
 import { bulkInputSchema } from '../../runtime/bulk.ts';
 import { jobToJson } from '../../store/rows.ts';
