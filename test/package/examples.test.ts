@@ -239,12 +239,19 @@ describe('examples/cloudflare-worker', () => {
     const gzipped = gzipSync(bundle, { level: 9 }).length;
     // wrangler's own figure is the one Cloudflare's size limit and the README quote.
     const [, wranglerGzipKiB] = /Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/.exec(stdout) ?? [];
-    const meta = JSON.parse(await readFile(join(out, 'meta.json'), 'utf8')) as { inputs: Record<string, unknown> };
+    const meta = JSON.parse(await readFile(join(out, 'meta.json'), 'utf8')) as {
+      inputs: Record<string, unknown>;
+      outputs: Record<string, { inputs: Record<string, { bytesInOutput: number }> }>;
+    };
     const inputs = Object.keys(meta.inputs);
+    // Read, not necessarily bundled: what reached the output is what has bytes in it.
+    const bundled = Object.values(meta.outputs).flatMap((o) => Object.entries(o.inputs).filter(([, i]) => i.bytesInOutput > 0).map(([input]) => input));
     console.log(`[package] minimal Worker: ${(bundle.length / 1024).toFixed(1)} KiB, ${(gzipped / 1024).toFixed(1)} KiB gzipped; ${/Total Upload: .*/.exec(stdout)?.[0] ?? ''}`);
     expect(Number(wranglerGzipKiB) * 1024).toBeLessThanOrEqual(WORKER_GZIP_LIMIT);
     expect(inputs.some((input) => input.includes('node_modules/skiplock/dist/'))).toBe(true);
     expect(inputs.filter((input) => /node_modules\/(pg|pg-[a-z-]+|pgpass)\//.test(input))).toEqual([]);
+    // zod's English messages only, no other locale (docs/library.md, "Figures": `{ z }` brings them back).
+    expect(bundled.filter((input) => /zod\/v4\/locales\//.test(input)).map((input) => input.replace(/.*\/zod\//, 'zod/'))).toEqual(['zod/v4/locales/en.js']);
     // (No text scan: @neondatabase/serverless carries its own port of pg's protocol code.)
   }, 180_000);
 });
