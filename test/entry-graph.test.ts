@@ -3,8 +3,8 @@
  * (skiplock, skiplock/neon, skiplock/cloudflare, skiplock/hono, skiplock/migrations,
  * skiplock/client): walks their run-time imports (type-only ones are erased) through src.
  */
-import { readFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
 
@@ -45,4 +45,30 @@ test('the walk sees what the Node entry points import', () => {
   expect([...reachablePackages('pg.ts').keys()]).toContain('pg');
   expect([...reachablePackages('node.ts').keys()]).toContain('@hono/node-server');
   expect(runtimeImports(`import type { X } from 'pg';\nexport type { Y } from 'ws';\nimport a from 'b';`)).toEqual(['b']);
+});
+
+/**
+ * docs/library.md, "Figures": zod's `z` binding (a namespace used as a value) keeps all of zod,
+ * its 63 locales included, in a Worker's bundle; so does @hono/zod-openapi's own module, which the
+ * build replaces in dist/http/zod-openapi.ts only. Run-time imports of zod are `* as z` or named.
+ */
+test('no module imports zod\'s `z` or default export, nor @hono/zod-openapi but src/http/zod-openapi.ts', () => {
+  const offenders: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (path.endsWith('.ts')) {
+        const code = readFileSync(path, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
+        const file = relative(SRC, path);
+        for (const m of code.matchAll(/^\s*import\s+(?!type\b)([^'";]*?)\s*from\s*['"](zod(?:\/[^'"]*)?|@hono\/zod-openapi)['"]/gm)) {
+          const [, clause, specifier] = m as unknown as [string, string, string];
+          const bad = specifier === '@hono/zod-openapi' ? file !== 'http/zod-openapi.ts' : !/^\*\s+as\s+\w+$/.test(clause) && /(^|[{,]\s*)(z|default)\b|^\w+/.test(clause);
+          if (bad) offenders.push(`${file}: ${m[0].trim()}`);
+        }
+      }
+    }
+  };
+  walk(SRC);
+  expect(offenders).toEqual([]);
 });

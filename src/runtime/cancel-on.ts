@@ -1,5 +1,5 @@
 /** Event names and keys, and cancelOn (defineTask's and enqueue's): what job.cancel_on holds. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import type { Task } from './task.ts';

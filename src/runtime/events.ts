@@ -3,7 +3,7 @@
  * cancels (`cancelOn`). The statements are in src/store/events.ts; the waits a handler makes are
  * in src/runtime/event-waits.ts.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
 import { findUnstorableJson } from '../core/json.ts';
 import type { Clock } from '../store/clock.ts';

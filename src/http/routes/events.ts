@@ -1,5 +1,5 @@
 /** /v1/events: send an event, list events; /v1/callbacks/{token}: complete a ctx.createCallback (issue 24). */
-import { createRoute } from '@hono/zod-openapi';
+import { createRoute } from '../zod-openapi.ts';
 import { SkiplockError } from '../../core/errors.ts';
 import { eventToJson } from '../../runtime/events.ts';
 import type { App, RouteDeps } from '../app-types.ts';
