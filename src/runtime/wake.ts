@@ -11,8 +11,8 @@
  */
 import { emptyTickResult, type TickResult } from '../core/types.ts';
 import type { Logger } from './log.ts';
-import type { TickOptions } from './tick.ts';
-import { concludeWakeState, createMemoryWakeStore, shouldTick, WAKE_EARLY_MS, type WakeReason, type WakeState, type WakeStore } from './wake-state.ts';
+import { TICK_DEFAULTS, type TickOptions } from './tick-options.ts';
+import { concludeWakeState, createMemoryWakeStore, shouldTick, type WakeReason, type WakeState, type WakeStore } from './wake-state.ts';
 
 export interface WakeDriver {
   /** Where the wake state lives. Default: memory of this process (isolate). */
@@ -35,7 +35,8 @@ export interface TickIfDueOptions extends TickOptions {
   force?: boolean;
   /**
    * Not due yet, but due within this many ms: wait for it and tick, again until this window
-   * closes (a minute invocation waiting inside its minute instead of polling). Default 0.
+   * closes (a minute invocation waiting inside its minute instead of polling); a tick that leaves
+   * work due now is followed by another. Default 0: one decision.
    */
   waitWithinMs?: number;
 }
@@ -94,7 +95,7 @@ export function createWaker(deps: WakeDeps): Waker {
     const read = () => readFrom(store());
     const state = await read();
     const decision = force ? { tick: true, reason: 'forced' as const, nextAtMs: null } : shouldTick(state, now(), deps.idleCheckMs);
-    if (!decision.tick) return { ...decision, result: null, backlog: false, concluded: true };
+    if (!decision.tick) return { ...decision, atMs: decision.nextAtMs, result: null, backlog: false, concluded: true };
     const result = await deps.tick(options);
     let backlog = false;
     let concluded = false;
@@ -107,8 +108,12 @@ export function createWaker(deps: WakeDeps): Waker {
       // The state keeps saying "due": the next trigger ticks again.
       warn('asking when work is next due failed; the next trigger ticks again')(error);
     }
-    const after = shouldTick(await read(), now(), deps.idleCheckMs);
-    return { tick: true, reason: decision.reason, nextAtMs: after.tick ? now() : after.nextAtMs, result, backlog, concluded };
+    const stored = await read();
+    const after = shouldTick(stored, now(), deps.idleCheckMs);
+    const nextAtMs = after.tick ? now() : after.nextAtMs;
+    // An instant within WAKE_EARLY_MS counts as due now; a window waits for the instant itself.
+    const atMs = after.reason === 'due' && stored!.dueAt! > now() ? stored!.dueAt! : nextAtMs;
+    return { tick: true, reason: decision.reason, nextAtMs, atMs, result, backlog, concluded };
   }
 
   async function tickIfDue(options: TickIfDueOptions = {}): Promise<TickIfDueResult> {
@@ -124,10 +129,27 @@ export function createWaker(deps: WakeDeps): Waker {
         for (const key of Object.keys(total) as (keyof TickResult)[]) total[key] += s.result[key];
       }
       const done = { ticked, reason: s.reason, result: total, nextAtMs: s.nextAtMs, backlog: s.backlog, concluded: s.concluded };
-      // Wait inside the window for the next instant, unless the tick left a backlog (others take it).
-      if (s.backlog || !s.concluded || s.nextAtMs === null || s.nextAtMs > until || tickOptions.signal?.aborted) return done;
-      await sleep(Math.max(0, s.nextAtMs - now() - WAKE_EARLY_MS), tickOptions.signal);
+      // Inside a window, wait for the next instant and tick then, also when the tick left work due
+      // now: nothing else takes this invocation's place (in the Worker's cron mode the next trigger
+      // is the next minute's cron), and a tick that ends idle just before a job's instant leaves
+      // exactly that — its conclusion, a moment later, finds the job due.
+      if (waitWithinMs <= 0 || !s.concluded || s.nextAtMs === null || s.nextAtMs > until || tickOptions.signal?.aborted) return done;
+      await sleep(waitMs(s, tickOptions), tickOptions.signal);
     }
+  }
+
+  /**
+   * How long a window waits before its next step. Until the instant itself, not WAKE_EARLY_MS
+   * before it: the instant is the database's "due in N ms" placed on the platform clock after the
+   * answer came, so at or just after the database's own; a tick that wakes earlier finds nothing
+   * and ends. Due now after a tick that claimed nothing: one poll interval, as the tick itself
+   * would wait (what is due may be work no claim can take yet, such as a full concurrency key:
+   * ticking again at once would poll the database without pause); due now otherwise: at once.
+   */
+  function waitMs(s: { atMs: number | null; result: TickResult | null }, options: TickOptions): number {
+    const ms = Math.max(0, (s.atMs ?? now()) - now());
+    if (ms > 0 || !s.result || s.result.claimed > 0) return ms;
+    return options.pollIntervalMs ?? TICK_DEFAULTS.pollIntervalMs;
   }
 
   return { store, dueWork, tickIfDue };

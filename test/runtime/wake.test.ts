@@ -46,23 +46,35 @@ beforeAll(async () => {
 afterAll(() => db.drop());
 beforeEach(() => db.emptyJobs());
 
-/** A skiplock whose platform clock is `clock.t`, counting statements and the hook's calls. */
-function harness(idleCheckMs = HOUR) {
+/**
+ * A skiplock whose platform clock is `clock.t` (or the real one, `live`), counting statements and
+ * the hook's calls; `beforeStatement` runs before each statement (a test's way to change the
+ * database at an exact point of a tick).
+ */
+function harness(idleCheckMs = HOUR, options: { live?: boolean; beforeStatement?: (s: Statement) => Promise<void> } = {}) {
   const clock = { t: Date.now() };
   const calls: number[] = [];
   let statements = 0;
-  const sql: Sql = { ...db.sql, query: (s: Statement) => ((statements += 1), db.sql.query(s)) } as Sql;
+  const query = async (s: Statement) => {
+    statements += 1;
+    await options.beforeStatement?.(s);
+    return db.sql.query(s);
+  };
+  const sql: Sql = { ...db.sql, query } as Sql;
   const store = createMemoryWakeStore();
   const skiplock = createSkiplock({
     sql,
     tasks: exampleTasks,
     log: () => {},
     idleCheckMs,
-    wake: { store, now: () => clock.t, onDueWork: (at) => void calls.push(at) },
+    wake: { store, now: options.live ? Date.now : () => clock.t, onDueWork: (at) => void calls.push(at) },
   });
   const tick = { budgetMs: 30_000, pollIntervalMs: 10, untilIdle: true };
   return { skiplock, clock, calls, store, statements: () => statements, reset: () => (statements = 0), tick };
 }
+
+/** The statement a tick ends with: "when is anything next due" (src/store/wakeup.ts). */
+const isConclusion = (s: Statement) => s.text.includes('next_claimable_at');
 
 test('an idle hour: one database check, then no statement until the safety check', async () => {
   const h = harness();
@@ -105,6 +117,43 @@ test('a delayed job: the hook hears its runAt; nothing is done before it, and it
   const due = await h.skiplock.tickIfDue(h.tick);
   expect(due).toMatchObject({ ticked: true, reason: 'due' });
   expect(await h.skiplock.getJob(job.id)).toMatchObject({ status: 'DONE' });
+});
+
+describe('a wait inside the window (the Worker\'s cron mode: waitWithinMs)', () => {
+  test('work that becomes due after the tick\'s last claim, before its conclusion, is ticked inside the window, not left for the next trigger', async () => {
+    let job: { id: string } | undefined;
+    let armed = true;
+    // The tick finds nothing (the job is an hour away) and ends idle; just before its conclusion
+    // the job's instant passes, so the conclusion says "due now". Nothing else will tick it: in
+    // cron mode the next trigger is the next minute's cron.
+    const h = harness(HOUR, {
+      live: true,
+      beforeStatement: async (s) => {
+        if (!armed || !job || !isConclusion(s)) return;
+        armed = false;
+        await db.sql.query({ text: `UPDATE skiplock.job SET run_at = now() WHERE id = $1`, values: [job.id] });
+      },
+    });
+    job = await h.skiplock.enqueue({ task: 'echo', payload: { message: 'due as the tick ends' }, delayMs: HOUR });
+    const r = await h.skiplock.tickIfDue({ ...h.tick, force: true, waitWithinMs: 5_000 });
+    expect(armed).toBe(false);
+    expect(await h.skiplock.getJob(job.id)).toMatchObject({ status: 'DONE' });
+    expect(r).toMatchObject({ ticked: true, result: { done: 1 } });
+  });
+
+  test('a job due later in the window is claimed by one tick at its instant, not by ticks that wake before it', async () => {
+    const conclusions: number[] = [];
+    const h = harness(HOUR, { live: true, beforeStatement: async (s) => void (isConclusion(s) && conclusions.push(Date.now())) });
+    await h.skiplock.tickIfDue({ ...h.tick, force: true }); // the schedules' and the reaper's first pass
+    const runAt = new Date(Date.now() + 1_500);
+    const job = await h.skiplock.enqueue({ task: 'echo', payload: { message: 'at its instant' }, runAt });
+    conclusions.length = 0;
+    const r = await h.skiplock.tickIfDue({ ...h.tick, force: true, waitWithinMs: 5_000 });
+    expect(await h.skiplock.getJob(job.id)).toMatchObject({ status: 'DONE' });
+    expect(r.result).toMatchObject({ claimed: 1, done: 1 });
+    // The forced tick, then the one at the instant: none in between that finds nothing.
+    expect(conclusions).toHaveLength(2);
+  });
 });
 
 test("a tick ends by writing the next due instant from the database: a retry's backoff", async () => {
