@@ -101,7 +101,9 @@ test('a job due later in the minute: the cron waits for its instant and runs it,
   const { job } = await handler.skiplock().enqueueWithResult({ task: 'quick', payload: {}, delayMs: 1_500 });
   statements = 0;
   const { body, ms } = await cron();
-  expect(body).toMatchObject({ ticked: true, reason: 'due', done: 1 });
+  // 'forced' when a first round ended with the job due after its last claim (a loaded machine):
+  // the cron's loop ticks again inside its minute. Either way one job, waited for, few statements.
+  expect(body).toMatchObject({ ticked: true, reason: expect.stringMatching(/^(due|forced)$/), done: 1 });
   expect(ms).toBeGreaterThan(1_300);
   expect(statements).toBeLessThan(12); // a tick and its conclusion, not a poll each second
   const [row] = await db.sql.query<{ status: string }>(statement(`SELECT status FROM skiplock.job WHERE id = $1`, [job.id]));
