@@ -46,8 +46,11 @@ test('raw SQL floor on 4 connections: every job claimed once, each loop on its o
   const r = await rawSqlThroughput({ url: await db(), jobs: JOBS, concurrency: 25, connections: 4 });
   expectAllDone(r);
   expect(r.config).toContain('4 connections');
-  // 12 claiming round trips of 25 in all, and one per loop that finds nothing left.
-  expect(r).toMatchObject({ claimBatches: 12, roundTrips: 16 });
+  // At least 12 claiming round trips of 25 in all (a loop whose claim meets rows another loop's
+  // in-flight claim holds skips them, SKIP LOCKED, and takes a short batch: 13 seen in a CI run),
+  // and one per loop that finds nothing left: one round trip per batch either way.
+  expect(r.claimBatches).toBeGreaterThanOrEqual(12);
+  expect(r.roundTrips).toBe(r.claimBatches + 4);
   runs.push({ key: 'raw-8', result: r });
 });
 
