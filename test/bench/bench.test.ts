@@ -50,7 +50,7 @@ test('raw SQL floor on 4 connections: every job claimed once, each loop on its o
   // in-flight claim holds skips them, SKIP LOCKED, and takes a short batch: 13 seen in a CI run),
   // and one per loop that finds nothing left: one round trip per batch either way.
   expect(r.claimBatches).toBeGreaterThanOrEqual(12);
-  expect(r.roundTrips).toBe(r.claimBatches + 4);
+  expect(r.roundTrips).toBe(r.claimBatches! + 4);
   runs.push({ key: 'raw-8', result: r });
 });
 
