@@ -6,6 +6,7 @@
  * itself), and the minute cron, the safety net, asks it to check its alarm (POST /cron): no
  * statement, no tick unless the state says so. One instance, named "skiplock", so alarms never overlap.
  */
+import { isNotMigrated } from '../../runtime/schema-check.ts';
 import type { Deployment, Env } from './deployment.ts';
 import { fanOutOnBacklog } from './fan-out.ts';
 import type { DurableObjectState } from './runtime-types.ts';
@@ -17,6 +18,11 @@ export interface TickerClass {
 
 /** After a failed alarm (the database did not answer): try again this soon rather than sleep with work queued. */
 const RETRY_AFTER_FAILURE_MS = 5_000;
+/**
+ * An unmigrated database fails every try the same way until someone runs the migrations: try once
+ * a minute (an enqueue or the cron lowers it anyway), so that Neon's compute can still suspend.
+ */
+const RETRY_NOT_MIGRATED_MS = 60_000;
 
 /** The Durable Object class for these deployments (createWorker's `Ticker`). */
 export function createTickerClass(deploymentFor: (env: Env) => Deployment): TickerClass {
@@ -58,6 +64,8 @@ export function createTickerClass(deploymentFor: (env: Env) => Deployment): Tick
         if (concluded) await store.arm();
         else await this.#state.storage.setAlarm(Date.now() + RETRY_AFTER_FAILURE_MS);
       } catch (error) {
+        // not_migrated was said once per instance by skiplock itself (with the fix): not at each alarm.
+        if (isNotMigrated(error)) return this.#state.storage.setAlarm(Date.now() + RETRY_NOT_MIGRATED_MS);
         console.error('[skiplock] alarm tick failed', error);
         await this.#state.storage.setAlarm(Date.now() + RETRY_AFTER_FAILURE_MS);
       }
