@@ -288,7 +288,7 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
         const task = registry?.get(job.task);
         if (!task) throw new SkiplockError('unknown_task', `task ${JSON.stringify(job.task)} is not registered here: its payload cannot be checked`);
         const checked = checkTaskPayload(task, input.payload, ['payload']);
-        if ('issues' in checked) throw new SkiplockError('invalid_payload', payloadMessage(task, checked.issues), checked.issues);
+        if ('issues' in checked) throw new SkiplockError('invalid_payload', payloadMessage(task, checked), checked.issues);
         payload = checked.stored;
         // A new payload may name another flow-control key: computed again, as at enqueue.
         keys = flowKeys(task, checked.value, ['payload']);

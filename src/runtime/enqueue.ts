@@ -99,7 +99,13 @@ export function toIssues(error: z.ZodError, prefix: (string | number)[] = []): E
  * transform from running on its own output. `stored` is the JSON form; `value` its parse (what
  * the handler gets, and what flow keys are computed from); or the issues under `path`.
  */
-export function checkTaskPayload(task: Task, payload: unknown, path: (string | number)[]): { stored: unknown; value: unknown } | { issues: ErrorIssue[] } {
+/** A payload the task's schema refused: `jsonForm` when only its JSON form was (a `z.date()` field, say). */
+export interface PayloadRefusal {
+  issues: ErrorIssue[];
+  jsonForm?: true;
+}
+
+export function checkTaskPayload(task: Task, payload: unknown, path: (string | number)[]): { stored: unknown; value: unknown } | PayloadRefusal {
   const given = task.payload.safeParse(payload);
   if (!given.success) return { issues: toIssues(given.error, path) };
   const unstorable = findUnstorableJson(payload, path);
@@ -112,6 +118,7 @@ export function checkTaskPayload(task: Task, payload: unknown, path: (string | n
   const parsed = task.payload.safeParse(stored);
   if (!parsed.success) {
     return {
+      jsonForm: true,
       issues: toIssues(parsed.error, path).map((issue) => ({
         ...issue,
         message: `${issue.message} (in the payload's JSON form, which is what is stored and what every run parses: use z.coerce.date() or a string for a Date)`,
@@ -128,7 +135,7 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
   const input = parsed.data;
   const task = requireTask(registry, input.task);
   const payload = checkTaskPayload(task, input.payload ?? {}, [...path, 'payload']);
-  if ('issues' in payload) throw new SkiplockError('invalid_payload', payloadMessage(task, payload.issues), payload.issues);
+  if ('issues' in payload) throw new SkiplockError('invalid_payload', payloadMessage(task, payload), payload.issues);
   return {
     task: task.name,
     payload: payload.stored,
@@ -148,8 +155,8 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
 }
 
 /** The message of an invalid_payload error: says so when only the payload's JSON form was refused. */
-export function payloadMessage(task: Task, issues: readonly ErrorIssue[]): string {
-  return issues.some((i) => i.message.includes("payload's JSON form"))
+export function payloadMessage(task: Task, refusal: PayloadRefusal): string {
+  return refusal.jsonForm
     ? `invalid payload for task ${task.name}: its JSON form does not pass the task's schema`
     : `invalid payload for task ${task.name}`;
 }

@@ -114,7 +114,7 @@ export function parseDynamicSchedule(name: string, input: unknown, registry: Tas
   if ('issues' in checked) throw new SkiplockError('invalid_request', `invalid schedule ${name}`, checked.issues);
   const task = requireTask(registry, checked.schedule.task);
   const payload = checkTaskPayload(task, checked.schedule.payload, ['payload']);
-  if ('issues' in payload) throw new SkiplockError('invalid_payload', payloadMessage(task, payload.issues), payload.issues);
+  if ('issues' in payload) throw new SkiplockError('invalid_payload', payloadMessage(task, payload), payload.issues);
   return { ...checked.schedule, payload: payload.stored };
 }
 
