@@ -10,7 +10,7 @@ import { describeError } from '../core/errors.ts';
 import { storableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
 import { completeAndClaim, releaseUnseenClaims } from '../store/jobs.ts';
-import { mapJob, toBool } from '../store/rows.ts';
+import { mapClaimedJob, toBool } from '../store/rows.ts';
 import type { Row } from '../store/sql.ts';
 import { loadSteps, type StoredStep } from './steps.ts';
 import { asIds, isRefusal, takeBatch, tally, toResultRow, type PendingResult } from './tick-results.ts';
@@ -56,7 +56,7 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   const summary = rows.find((row) => row.written !== null && row.written !== undefined);
   tally(run.counts, batch, new Set(asIds(summary?.written)), new Set(asIds(summary?.cancelled)), deps.log);
   if (run.probeSchedules && summary) run.scheduleDue = toBool(summary.schedule_due);
-  const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map(mapJob);
+  const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map((row) => mapClaimedJob(row, token));
   run.counts.claimed += claimed.length;
   // Every slot filled: more may be due than this tick can run (maxParallelTicks starts more).
   if (limit > 0 && limit >= o.concurrency && claimed.length === limit) o.onBacklog?.();

@@ -19,6 +19,14 @@ export const MS = "* interval '1 millisecond'";
  */
 export const leaseUntil = (grace: string, max: string) => `${NOW} + least(j.timeout_ms + ${grace}, ${max}) ${MS}`;
 
+/**
+ * A timestamptz as whole milliseconds since 1970 (bigint): what a hot statement returns instead of
+ * the timestamp's text. PostgreSQL formats a timestamptz with its time zone rules and a driver
+ * parses that text back with a regular expression; for a claimed batch the two were a tenth of the
+ * statement's CPU and half the worker's. Exact: truncated like a Date, as the text would be.
+ */
+export const epochMs = (column: string) => `trunc(extract(epoch FROM ${column}) * 1000)::bigint`;
+
 /** The value of `$1`. */
 export function clock(now: Clock): string | null {
   return now ? now.toISOString() : null;

@@ -8,6 +8,7 @@ import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
 import { defineTask } from '../../src/runtime/task.ts';
 import { completeAndClaim, reapExpiredLeases, type ResultRow } from '../../src/store/jobs.ts';
 import { statement } from '../../src/store/sql.ts';
+import { mapClaimedJob } from '../../src/store/rows.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { createClock, MINUTE, scheduledJobs, scheduleRow, skiplockAt } from './support.ts';
 
@@ -85,13 +86,13 @@ test('a stale worker cannot write the state; a run that read an outdated state c
 
   // Worker A claims the 10:01 job, stalls past its lease; the reaper returns it; B claims it.
   const [first] = await claim('A', []);
-  expect(first).toMatchObject({ scheduled_for: new Date('2026-01-05T10:01:00Z'), schedule_state: { n: 5 } });
+  expect(mapClaimedJob(first!, 'A')).toMatchObject({ scheduledFor: new Date('2026-01-05T10:01:00Z'), scheduleState: { n: 5 } });
   clock.advance(11 * MINUTE);
   await db.sql.query(reapExpiredLeases({ now: clock.now(), limit: 10 }));
   const claimedByB = await claim('B', [], 2);
   expect(claimedByB.map((row) => String(row.id)).sort()).toContain(String(first!.id));
   const second = claimedByB.find((row) => String(row.id) !== String(first!.id))!;
-  expect(second).toMatchObject({ scheduled_for: new Date('2026-01-05T10:02:00Z'), schedule_state: { n: 5 } });
+  expect(mapClaimedJob(second, 'B')).toMatchObject({ scheduledFor: new Date('2026-01-05T10:02:00Z'), scheduleState: { n: 5 } });
 
   // A's late write is stale: neither its result nor its state lands.
   const [staleWrite] = await claim('A', [result(String(first!.id), 1, 100)], 0);
