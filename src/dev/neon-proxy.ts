@@ -34,6 +34,12 @@ export interface NeonProxyOptions {
   maxConnections?: number;
   /** Browser origins allowed to call the proxy, e.g. the app's own `http://127.0.0.1:8787`. Default none. */
   allowedOrigins?: readonly string[];
+  /**
+   * For benchmarks: every HTTP /sql request is answered this many milliseconds later than the
+   * database answers it, as if Neon were a network round trip away (`npm run bench`'s Neon
+   * round-trip table). Default 0.
+   */
+  roundTripMs?: number;
 }
 
 export interface NeonProxy {
@@ -118,6 +124,7 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
     if (typeof connectionString !== 'string') throw new RequestError(400, 'Missing Neon-Connection-String header');
     const arrayMode = req.headers['neon-array-mode'] === 'true';
     const body = parseBody(await readBody(req));
+    if (options.roundTripMs) await new Promise((resolve) => setTimeout(resolve, options.roundTripMs));
     const begin = Array.isArray(body) ? beginStatement(req) : 'BEGIN';
 
     let client: pg.PoolClient;

@@ -28,6 +28,8 @@ export interface BenchResults {
   /** The main configurations again on a server with fsync on. */
   fsyncOn?: ThroughputSummary[];
   neonHttp: { summary?: ThroughputSummary; note?: string };
+  /** One tick over the Neon HTTP driver with an injected round-trip time (issue 23); absent when not run. */
+  neonRoundTrips?: NeonRoundTripResult[];
   latency: LatencyResult[];
   claimLatency: ClaimStepResult[];
   memory: MemoryResult | undefined;
@@ -35,6 +37,8 @@ export interface BenchResults {
   flow?: ThroughputSummary[];
   seconds: number;
 }
+
+export interface NeonRoundTripResult { roundTripMs: number; concurrency: number; summary: ThroughputSummary }
 
 export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 
@@ -148,6 +152,7 @@ export function toMarkdown(r: BenchResults): string {
     lines.push(`| ${t.system} | ${t.config} | ${fmt(t.clientCpuMsPerKJob, 1)} | ${fmt(t.serverCpuMsPerKJob, 1)} | **${fmt(total, 1)}** | ${fmt(t.serverStatementMsPerKJob, 1)} |`);
   }
   if (r.neonHttp.note) lines.push('', `Neon HTTP: ${r.neonHttp.note}.`);
+  if (r.neonRoundTrips?.length) lines.push('', ...neonRoundTripMarkdown(r.neonRoundTrips));
   lines.push('', '![throughput](throughput.svg)', '');
   if (r.curve?.length) lines.push(...curveMarkdown(r), '');
   if (r.fsyncOn?.length) lines.push(...fsyncMarkdown(r), '');
@@ -243,6 +248,26 @@ function fsyncMarkdown(r: BenchResults): string[] {
     lines.push(
       `| ${on.system} | ${on.config} | ${off ? fmt(off.jobsPerSec) : '–'} | **${fmt(on.jobsPerSec)}** | ${off ? `${fmt(on.jobsPerSec / off.jobsPerSec, 2)}` : '–'} | ` +
         `${off ? fmt(totalCpu(off), 1) : '–'} | ${fmt(totalCpu(on), 1)} | ${loadsOf(on)} |`,
+    );
+  }
+  return lines;
+}
+
+/** One tick over Neon's HTTP driver, the local proxy answering each statement a round trip later. */
+function neonRoundTripMarkdown(results: readonly NeonRoundTripResult[]): string[] {
+  const lines = [
+    '### Over Neon\'s HTTP driver, a round trip away',
+    '',
+    'One tick over the Neon HTTP driver, through the local Neon proxy with every statement answered the given time later (an injected round-trip time). ' +
+      'Each statement is one HTTP request. Median of the rounds.',
+    '',
+    '| round-trip time | concurrency | jobs | jobs/s | rounds | statements / job | worker + PostgreSQL CPU ms / 1,000 jobs |',
+    '| ---: | ---: | ---: | ---: | --- | ---: | --- |',
+  ];
+  for (const { roundTripMs, concurrency, summary: t } of results) {
+    lines.push(
+      `| ${roundTripMs} ms | ${concurrency} | ${fmt(t.jobs)} | **${fmt(t.jobsPerSec)}** | ${t.rounds.map((x) => fmt(x)).join(' / ')} | ${fmt(t.roundTripsPerJob, 3)} | ` +
+        `${fmt(t.clientCpuMsPerKJob, 1)} + ${fmt(t.serverCpuMsPerKJob, 1)} |`,
     );
   }
   return lines;

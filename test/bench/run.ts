@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { runInChild } from './child.ts';
 import type { ClaimStepResult } from './claim-latency.ts';
 import type { LatencyResult, ThroughputResult } from './harness.ts';
-import { writeResults, type BenchResults, type ThroughputSummary } from './report.ts';
+import { writeResults, type BenchResults, type NeonRoundTripResult, type ThroughputSummary } from './report.ts';
 import type { FlowParams } from './skiplock.ts';
 import { startBenchServer, type BenchServer } from './server.ts';
 
@@ -187,6 +187,38 @@ async function neonHttp(server: BenchServer): Promise<{ summary?: ThroughputSumm
   }
 }
 
+/**
+ * Over Neon's HTTP driver with the network in the way (issue 23): the local proxy answers every
+ * statement `roundTripMs` later, as Neon a round trip away would; one tick at concurrency 5 (the
+ * Worker default) and 25, 60 claims' worth of jobs each (20 in a quick run). What users size a
+ * deployment by: jobs/s of one invocation, and the statements (HTTP requests) per job.
+ */
+const NEON_ROUND_TRIPS_MS = [5, 20, 50];
+const NEON_CONCURRENCIES = [5, 25];
+async function neonRoundTrips(server: BenchServer): Promise<NeonRoundTripResult[]> {
+  const { startNeonProxy } = await import('../../src/dev/neon-proxy.ts');
+  const out: NeonRoundTripResult[] = [];
+  for (const roundTripMs of NEON_ROUND_TRIPS_MS) {
+    const proxy = await startNeonProxy({ roundTripMs });
+    try {
+      for (const concurrency of NEON_CONCURRENCIES) {
+        const runs: ThroughputResult[] = [];
+        for (let round = 1; round <= ROUNDS; round++) {
+          const url = await newDatabase(server, 'skiplock');
+          const jobs = concurrency * (QUICK ? 20 : 60);
+          const r = await runInChild('skiplockThroughput', { ...base(url, server, jobs), concurrency, ticks: 1, driver: 'neon-http', fetchEndpoint: proxy.fetchEndpoint });
+          runs.push(r);
+          log(`neon round trip ${roundTripMs} ms, concurrency ${concurrency}, round ${round}: ${r.jobsPerSec} jobs/s, ${r.roundTripsPerJob} statements/job`);
+        }
+        out.push({ roundTripMs, concurrency, summary: summarize(`neon-rtt-${roundTripMs}-c${concurrency}`, runs) });
+      }
+    } finally {
+      await proxy.close();
+    }
+  }
+  return out;
+}
+
 async function latency(server: BenchServer): Promise<LatencyResult[]> {
   const out: LatencyResult[] = [];
   const skiplock = (mode: 'poll' | 'enqueue-and-tick', pollIntervalMs?: number) => async () =>
@@ -267,6 +299,7 @@ async function main() {
       curve: await part('curve', () => throughput(server, CURVE, 'curve'), undefined),
       fsyncOn: await part('fsync', () => withDurableServer((durable) => throughput(durable, FSYNC, 'fsync on')), undefined),
       neonHttp: await part('neon', () => neonHttp(server), { note: 'not run' }),
+      neonRoundTrips: await part('neon', () => neonRoundTrips(server), undefined),
       latency: await part('latency', () => latency(server), []),
       claimLatency: await part('claims', () => claims(server), []),
       memory: await part('memory', () => memory(server), undefined),
