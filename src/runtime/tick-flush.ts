@@ -56,6 +56,7 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   const summary = rows.find((row) => row.written !== null && row.written !== undefined);
   tally(run.counts, batch, new Set(asIds(summary?.written)), new Set(asIds(summary?.cancelled)), deps.log);
   if (run.probeSchedules && summary) run.scheduleDue = toBool(summary.schedule_due);
+  if (summary) run.reapDue = toBool(summary.reap_due);
   const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map((row) => mapClaimedJob(row, token));
   run.counts.claimed += claimed.length;
   // Every slot filled: more may be due than this tick can run (maxParallelTicks starts more).

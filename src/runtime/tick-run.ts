@@ -40,6 +40,10 @@ export interface TickRun {
   stopping: boolean;
   deadlineReached: boolean;
   lastReap: number;
+  /** Whether the last claiming statement saw an expired lease: the reaper is sent only then. */
+  reapDue: boolean;
+  /** When keying and pruning last ran (reapIntervalMs apart, from the start). */
+  lastUpkeep: number;
   lastFire: number;
   /** Whether the last claiming statement saw a due schedule (always fire at the start). */
   scheduleDue: boolean;
@@ -71,6 +75,8 @@ export function openTickRun(deps: TickDeps, o: ResolvedTickOptions): TickRun {
     stopping: false,
     deadlineReached: false,
     lastReap: -Infinity,
+    reapDue: false,
+    lastUpkeep: -Infinity,
     lastFire: -Infinity,
     scheduleDue: true,
     probeSchedules: deps.beforeClaim !== undefined && deps.staticSchedules !== undefined,

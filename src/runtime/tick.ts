@@ -3,7 +3,7 @@
  * over named phases, each reading and changing the tick's state (TickRun, tick-run.ts):
  *
  *   fire ...... due schedules (at the start, then at most every fireIntervalMs, when a claim said one is due)
- *   reap ...... expired leases (at the start, then at most every reapIntervalMs), keying and pruning beside it
+ *   reap ...... expired leases, when a claim saw one (at most every reapIntervalMs); keying and pruning on that interval
  *   flush ..... finished results written + free slots claimed, one statement (completeAndClaim, tick-flush.ts)
  *   run ....... claimed jobs' handlers, each under its own AbortSignal; heartbeats keep their leases (tick-run.ts)
  *   wait ...... for a handler to finish, the next poll, or the deadline
@@ -102,13 +102,21 @@ async function firePhase(run: TickRun): Promise<void> {
   if (fired > 0) run.queueEmpty = false;
 }
 
-/** Reaps expired leases, keys unkeyed jobs of limited tasks, prunes: at the start, then every reapIntervalMs. */
+/**
+ * Reaps expired leases when the last claiming statement saw one (its `reap_due`: no reaper
+ * statement at all while none has expired, which is nearly always), at most every reapIntervalMs;
+ * and on that interval, from the start, keys unkeyed jobs of limited tasks and prunes.
+ */
 async function reapPhase(run: TickRun): Promise<void> {
-  const { deps, o } = run;
-  if (!(o.reapIntervalMs > 0 && run.elapsed() - run.lastReap >= o.reapIntervalMs)) return;
-  run.lastReap = run.elapsed();
-  run.statements += 1;
-  if (await reap(deps.sql, deps.now(), run.counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) run.queueEmpty = false;
+  const { deps } = run;
+  if (reaperDue(run)) {
+    run.lastReap = run.elapsed();
+    run.reapDue = false; // until a claiming statement says so again
+    run.statements += 1;
+    if (await reap(deps.sql, deps.now(), run.counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) run.queueEmpty = false;
+  }
+  if (!(run.o.reapIntervalMs > 0 && run.elapsed() - run.lastUpkeep >= run.o.reapIntervalMs)) return;
+  run.lastUpkeep = run.elapsed();
   // Jobs of limited tasks enqueued without their keys: keyed here, or no claim would take them.
   const adopted = run.limits.length === 0 ? 0 : await adoptUnkeyedJobs(deps.sql, deps.run.registry, deps.now()).catch((error: unknown) => {
     deps.log('warn', 'keying jobs of limited tasks failed', { error: String(error) });
@@ -117,6 +125,10 @@ async function reapPhase(run: TickRun): Promise<void> {
   if (adopted > 0) run.queueEmpty = false;
   const pruned = await deps.housekeeping?.().catch((error: unknown) => deps.log('warn', 'pruning finished jobs failed', { error: String(error) }));
   if (pruned === true) run.statements += 1;
+}
+
+function reaperDue(run: TickRun): boolean {
+  return run.reapDue && run.o.reapIntervalMs > 0 && run.elapsed() - run.lastReap >= run.o.reapIntervalMs;
 }
 
 /**
@@ -132,7 +144,7 @@ async function waitPhase(run: TickRun, free: number): Promise<void> {
   const woke = await run.wakeup.sleep(free > 0 ? Math.min(poll, untilDeadline) : untilDeadline);
   // Time to poll again, unless the reaper is due: then its statement is this poll's (it says
   // whether it returned jobs; if so, they are claimed at once).
-  if (!woke && !(o.reapIntervalMs > 0 && run.elapsed() - run.lastReap >= o.reapIntervalMs)) run.queueEmpty = false;
+  if (!woke && !reaperDue(run)) run.queueEmpty = false;
   // Let handlers that finish in the same moment join one write. setImmediate waits for pending
   // I/O without setTimeout's 1 ms floor, which cost a fifth of each 100-job round trip.
   await yieldToIo();

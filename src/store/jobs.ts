@@ -193,7 +193,9 @@ export interface FlowLimitRow {
  * batch in one round trip. The two UPDATEs touch disjoint rows (RUNNING vs QUEUED).
  * Returns one row per claimed job (`written` null) and one more row, job columns null, whose
  * `written` lists the ids whose result landed (the rest were stale) and `cancelled` those of them
- * that ended CANCELLED instead of the retry or release asked for. Sent once: repeated on every
+ * that ended CANCELLED instead of the retry or release asked for, and `reap_due`: whether some
+ * lease has expired (one probe of job_reap_idx), so the tick sends the reaper only then instead
+ * of at the start of every tick. Sent once: repeated on every
  * claimed row it cost more than the claim (100 copies of a 100-id array per round trip).
  *
  * Its plan must hold whatever the statistics say, since a queue's are stale by nature (a burst of
@@ -268,7 +270,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
        WHERE j.id = ANY (ARRAY(SELECT id FROM next))${p.fanIn ? NOT_A_PARENT_OF_WRITTEN : ''}
        RETURNING ${CLAIMED_COLUMNS}
      )${limited ? STARTED : ''}
-     SELECT w.written, w.cancelled, w.schedule_due, claimed.*
+     SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, claimed.*
        FROM (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) AS written,
                     coalesce(jsonb_agg(id::text) FILTER (WHERE status = 'CANCELLED'), '[]'::jsonb) AS cancelled,
                     -- Two probes of schedule_due_idx (next_run_at, enabled): a few rows at most.
@@ -276,7 +278,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
                        EXISTS (SELECT 1 FROM skiplock.schedule s WHERE s.enabled AND s.next_run_at <= ${NOW}
                                   AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[]))
                     OR EXISTS (SELECT 1 FROM skiplock.schedule s WHERE s.enabled AND s.next_run_at IS NULL
-                                  AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[])))) AS schedule_due
+                                  AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[])))) AS schedule_due,
+                    EXISTS (SELECT 1 FROM skiplock.job x WHERE x.status = 'RUNNING' AND x.locked_until < ${NOW}) AS reap_due
                FROM written) AS w
        FULL JOIN claimed ON false`,
     [

@@ -95,3 +95,25 @@ test('a schedule that falls due while the tick runs still fires within the tick:
   expect(counted.counts['fire-read']).toBeLessThanOrEqual(result.fired + 1);
   expect(counted.counts.claim).toBeGreaterThan(counted.counts['fire-read']!);
 });
+
+test('a tick that runs one job claims it and writes it in two statements, with no reaper while no lease has expired; an expired one is reaped in the same tick', async () => {
+  await db.emptyJobs('skiplock.schedule');
+  const ran: string[] = [];
+  const task = defineTask({ name: 'noop', payload: z.object({ n: z.number() }), handler: (payload) => void ran.push(`ran ${payload.n}`) });
+  const counted = countingSql(db.sql);
+  const skiplock = createSkiplock({ sql: counted.sql, tasks: [task], log: () => {} });
+  await skiplock.enqueue({ task: 'noop', payload: { n: 1 } });
+  Object.keys(counted.counts).forEach((k) => delete counted.counts[k]);
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 1, reaped: 0 });
+  // The claim (which also says that no lease has expired), then the result with an empty claim;
+  // beside them only the start's schedule read and the once-a-minute retention pass.
+  expect(counted.counts).toEqual({ claim: 2, 'fire-read': 1, prune: 1 });
+
+  // A job whose worker vanished: its lease has expired. The first claim sees it, the reaper returns it, the next claim runs it.
+  const lost = await skiplock.enqueue({ task: 'noop', payload: { n: 2 } });
+  await db.sql.query(statement(`UPDATE skiplock.job SET status = 'RUNNING', attempts = 1, locked_by = 'gone', locked_until = now() - interval '1 second' WHERE id = $1`, [lost.id]));
+  Object.keys(counted.counts).forEach((k) => delete counted.counts[k]);
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ reaped: 1, claimed: 1, done: 1 });
+  expect(counted.counts.reap).toBe(1);
+  expect(ran).toEqual(['ran 1', 'ran 2']);
+});
