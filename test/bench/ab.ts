@@ -7,7 +7,8 @@
  *
  *   node --experimental-strip-types test/bench/ab.ts /path/to/base [scenario,...]
  *     BENCH_ROUNDS (default 5), BENCH_JOBS (default 20,000)
- *     scenarios: raw (completeAndClaim loop, batch 100, one connection), tick (one tick × 100)
+ *     scenarios: raw (completeAndClaim loop, batch 100, one connection), tick (one tick × 100),
+ *                tick4 (4 ticks × 100), tick48 (48 ticks × 25: many small invocations at once)
  *     AB_VARIANTS=name:ENV=1,name2:ENV=2: more sides, this tree with these environment variables
  *
  * Prints, per side and scenario: jobs/s, CPU ms per 1,000 jobs (worker + PostgreSQL), statement
@@ -26,6 +27,12 @@ if (!baseDir) throw new Error('usage: ab.ts /path/to/base/tree [raw,tick]');
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 5;
 const JOBS = Number(process.env.BENCH_JOBS) || 20_000;
 const SCENARIOS = (scenarioArg ?? 'raw,tick').split(',');
+
+/** The tick scenarios: one tick × 100, 4 ticks × 100, 48 ticks × 25 (the serverless shape, issue 17's curve). */
+const TICK_SHAPES: Record<string, { ticks: number; perTick?: number }> = { tick: { ticks: 1 }, tick4: { ticks: 4, perTick: 100 }, tick48: { ticks: 48, perTick: 25 } };
+const unknownScenario = (name: string): never => {
+  throw new Error(`unknown scenario ${name}: raw, ${Object.keys(TICK_SHAPES).join(', ')}`);
+};
 
 interface Side { name: string; childFile: string; template: string; env?: Record<string, string> }
 const here = resolve(import.meta.dirname, '../..');
@@ -76,7 +83,7 @@ try {
         const load = loadavg()[0]!;
         const r = scenario === 'raw'
           ? await runInChild('rawSqlThroughput', params, side.childFile, side.env)
-          : await runInChild('skiplockThroughput', { ...params, ticks: 1 }, side.childFile, side.env);
+          : await runInChild('skiplockThroughput', { ...params, ...TICK_SHAPES[scenario] ?? unknownScenario(scenario) }, side.childFile, side.env);
         const stats = await readStatementStats(server.adminUrl, databaseOf(url));
         const claim = stats.filter((s) => s.query.startsWith('WITH results AS'));
         const calls = claim.reduce((a, s) => a + s.calls, 0);
