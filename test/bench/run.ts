@@ -28,7 +28,7 @@ const QUICK = process.env.BENCH_QUICK === '1';
 const JOBS = QUICK ? 5_000 : 20_000;
 const CONCURRENCY = 100;
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || (QUICK ? 1 : 3);
-const HISTORY = QUICK ? [0, 100_000] : [0, 100_000, 1_000_000];
+const HISTORY = QUICK ? [0, 100_000] : [0, 100_000, 1_000_000, 10_000_000];
 const BACKLOG = QUICK ? 100_000 : 1_000_000;
 const MEMORY_BACKLOG = QUICK ? 20_000 : 100_000;
 const LATENCY = { rate: 100, samples: QUICK ? 200 : 500 };
