@@ -59,6 +59,10 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   if (summary) run.reapDue = toBool(summary.reap_due);
   const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map((row) => mapClaimedJob(row, token));
   run.counts.claimed += claimed.length;
+  // A statement that did work is not idle cost: only the statements since the last one that wrote
+  // or claimed something stretch the next idle wait (waitPhase). Counting a busy spell's would make
+  // the poll after it wait one interval per statement of the spell.
+  if (batch.length > 0 || claimed.length > 0) run.statements = 0;
   // Every slot filled: more may be due than this tick can run (maxParallelTicks starts more).
   if (limit > 0 && limit >= o.concurrency && claimed.length === limit) o.onBacklog?.();
   if (claimed.some((job) => job.stepCount > 0)) await startDurable(run, claimed);

@@ -50,7 +50,7 @@ export interface TickRun {
   readonly probeSchedules: boolean;
   queueEmpty: boolean;
   failures: number;
-  /** Statements since the last idle wait: an idle tick waits pollIntervalMs per statement. */
+  /** Statements since the last idle wait that found no work: an idle tick waits pollIntervalMs per statement. */
   statements: number;
   readonly runDeps: RunDeps;
 }

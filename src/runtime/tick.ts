@@ -133,7 +133,8 @@ function reaperDue(run: TickRun): boolean {
 
 /**
  * Waits for a handler to finish, for the next poll when slots are free, or for the deadline.
- * Idle, a poll that took k statements waits k polls: at most one statement per pollIntervalMs.
+ * Idle, a poll that took k statements that found no work waits k polls: at most one statement per
+ * pollIntervalMs (a statement that wrote or claimed something does not count: tick-flush.ts).
  */
 async function waitPhase(run: TickRun, free: number): Promise<void> {
   const { o } = run;

@@ -117,3 +117,29 @@ test('a tick that runs one job claims it and writes it in two statements, with n
   expect(counted.counts.reap).toBe(1);
   expect(ran).toEqual(['ran 1', 'ran 2']);
 });
+
+test('after a busy spell, the next poll comes one poll interval later: only statements that found nothing stretch the wait', async () => {
+  await db.emptyJobs('skiplock.schedule');
+  const started = new Map<number, number>();
+  const task = defineTask({ name: 'stamp', payload: z.object({ n: z.number() }), handler: (payload) => void started.set(payload.n, performance.now()) });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: () => {} });
+  // Written behind the tick's back (no wake-up): only its polls find these jobs.
+  const insert = (ns: number[]) =>
+    db.sql.query(statement(`INSERT INTO skiplock.job (task, payload) SELECT 'stamp', jsonb_build_object('n', n) FROM unnest($1::int[]) n`, [ns]));
+  const stop = new AbortController();
+  const ticking = skiplock.tick({ budgetMs: 30_000, pollIntervalMs: 200, concurrency: 25, signal: stop.signal });
+  try {
+    // A busy spell: 500 jobs, 25 at a time, about 20 statements without a pause.
+    await insert(Array.from({ length: 500 }, (_, i) => i + 1));
+    await vi.waitFor(() => expect(started.size).toBe(500), { timeout: 10_000, interval: 20 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const insertedAt = performance.now();
+    await insert([0]);
+    await vi.waitFor(() => expect(started.has(0)).toBe(true), { timeout: 15_000, interval: 10 });
+    // At most a poll interval (200 ms), and the statements' own time; 20 × 200 ms before the fix.
+    expect(started.get(0)! - insertedAt).toBeLessThan(800);
+  } finally {
+    stop.abort();
+    await ticking;
+  }
+});
