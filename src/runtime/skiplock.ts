@@ -302,8 +302,15 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     if (typeof error === 'string' && isNotMigratedText(error)) sayNotMigrated(error.replace(/^SkiplockError: /, ''));
     else log(level, message, fields);
   };
+  // Whether a tick of this instance has read (and so written the static definitions of) the schedules.
+  let schedulesRead = false;
+  const beforeClaim = async () => {
+    const fired = await schedules.fireDueSchedules();
+    schedulesRead = true;
+    return fired;
+  };
   const runTick = async (options?: TickOptions) => {
-    const deps = { sql, now, log: tickLog, warnOnce, run: { registry, enqueue, callbacks }, beforeClaim: schedules.fireDueSchedules, staticSchedules, housekeeping, tracing: await tracing() };
+    const deps = { sql, now, log: tickLog, warnOnce, run: { registry, enqueue, callbacks }, beforeClaim, staticSchedules, schedulesRead: () => schedulesRead, housekeeping, tracing: await tracing() };
     try {
       return await tickMetrics.measure(() => tick(deps, { ...config.tick, ...options }));
     } catch (error) {

@@ -74,6 +74,14 @@ export interface TickDeps {
    * Absent, beforeClaim runs every fireIntervalMs.
    */
   staticSchedules?: readonly string[];
+  /**
+   * With staticSchedules: whether beforeClaim has run in this process already. Its first run
+   * writes the static definitions, which cannot change while the process lives; after it, a tick
+   * does not read the schedules at its start but asks its first claiming statement, like every
+   * later one (a tick with no schedule due, such as the one an enqueue starts, is a statement
+   * shorter). Default false: read at the start.
+   */
+  schedulesRead?: () => boolean;
   /** Upkeep run beside the reaper (retention: pruning finished jobs, rate-limited by its owner); resolves true when it ran a statement. */
   housekeeping?: () => Promise<boolean | void>;
   log: Logger;

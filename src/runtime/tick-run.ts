@@ -45,7 +45,7 @@ export interface TickRun {
   /** When keying and pruning last ran (reapIntervalMs apart, from the start). */
   lastUpkeep: number;
   lastFire: number;
-  /** Whether the last claiming statement saw a due schedule (always fire at the start). */
+  /** Whether the last claiming statement saw a due schedule (at the start: unless this process has read the schedules once, TickDeps.schedulesRead). */
   scheduleDue: boolean;
   readonly probeSchedules: boolean;
   queueEmpty: boolean;
@@ -78,7 +78,7 @@ export function openTickRun(deps: TickDeps, o: ResolvedTickOptions): TickRun {
     reapDue: false,
     lastUpkeep: -Infinity,
     lastFire: -Infinity,
-    scheduleDue: true,
+    scheduleDue: !(deps.staticSchedules !== undefined && deps.schedulesRead?.()),
     probeSchedules: deps.beforeClaim !== undefined && deps.staticSchedules !== undefined,
     queueEmpty: false,
     failures: 0,

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
 import { createSkiplock } from '../../src/runtime/skiplock.ts';
 import { defineTask } from '../../src/runtime/task.ts';
-import { statement } from '../../src/store/sql.ts';
+import { statement, type Sql } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { createClock, firings, iso, MINUTE, noop, scheduledJobs, scheduleRow, skiplockAt } from './support.ts';
 
@@ -215,4 +215,20 @@ test('a dynamic schedule put over a static one long missing from the code starts
   const { schedule } = await skiplockAt(db.sql, clock).putSchedule('handed-over', { cron: '*/10 * * * * *', task: 'noop', catchUp: 'all' });
   expect(schedule.source).toBe('dynamic');
   expect(await scheduleRow(db.sql, 'handed-over')).toMatchObject({ missing_since: null, watermark: new Date('2026-01-06T10:00:05Z') });
+});
+
+test('a later tick of the same instance does not read the schedules at its start, and still fires what falls due', async () => {
+  await db.emptyJobs('skiplock.schedule');
+  const clock = createClock('2026-01-05T11:00:30Z');
+  const reads: string[] = [];
+  const sql: Sql = { ...db.sql, query: (s) => (s.text.includes('jsonb_to_recordset($2::jsonb) AS d(') && reads.push(clock.now().toISOString()), db.sql.query(s)) };
+  const skiplock = skiplockAt(sql, clock, { schedules: [defineSchedule({ name: 'hourly-11', cron: '5 * * * *', task: 'noop' })] });
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ fired: 0 });
+  expect(reads).toHaveLength(1); // the first tick reads them, and so writes the definition
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ fired: 0 });
+  expect(reads).toHaveLength(1); // nothing due: its claim said so, no read
+  clock.set('2026-01-05T11:05:10Z');
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ fired: 1, done: 1 }); // its claim said one is due
+  expect(reads).toHaveLength(2);
+  expect(iso(await firings(db.sql, 'hourly-11'))).toEqual(['2026-01-05T11:05:00.000Z']);
 });

@@ -114,7 +114,8 @@ test('a tick that runs one job claims it and writes it in two statements, with n
   await db.sql.query(statement(`UPDATE skiplock.job SET status = 'RUNNING', attempts = 1, locked_by = 'gone', locked_until = now() - interval '1 second' WHERE id = $1`, [lost.id]));
   Object.keys(counted.counts).forEach((k) => delete counted.counts[k]);
   expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ reaped: 1, claimed: 1, done: 1 });
-  expect(counted.counts.reap).toBe(1);
+  // The reaper, and no schedule read: this instance read them in its first tick (its claims say when one is due).
+  expect(counted.counts).toEqual({ claim: 3, reap: 1 });
   expect(ran).toEqual(['ran 1', 'ran 2']);
 });
 
