@@ -11,6 +11,8 @@ import { createNeonHttpDriver } from '../../src/store/drivers/neon-http.ts';
 import { createNeonWsDriver } from '../../src/store/drivers/neon-ws.ts';
 import { databaseUrlProblem, pgUrlOptions } from '../../src/store/drivers/database-url.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { completeAndClaim, getJob, insertJobs, type NewJobRow } from '../../src/store/jobs.ts';
+import { mapClaimedJob, mapJob } from '../../src/store/rows.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { loadMigrations } from '../../src/store/migrations-fs.ts';
 import { sqlState, statement, type Sql } from '../../src/store/sql.ts';
@@ -25,6 +27,11 @@ const drivers: Record<string, (url: string) => Sql> = {
   'neon-http': (url) => createNeonHttpDriver(url, { fetchEndpoint: proxy.fetchEndpoint }),
   'neon-ws': (url) => createNeonWsDriver(url, { wsProxy: proxy.wsProxy, webSocketConstructor: ws }),
 };
+
+const newJob = (over: Partial<NewJobRow>): NewJobRow => ({
+  task: 'noop', payload: {}, priority: 0, run_at: null, delay_ms: 0, max_attempts: 5, timeout_ms: 10_000,
+  idempotency_key: null, schedule_name: null, scheduled_for: null, ...over,
+});
 
 describe.each(Object.keys(drivers))('driver %s', (name) => {
   let db: TestDb;
@@ -145,6 +152,44 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
     expect(await skiplock.getJob(b.id)).toMatchObject({ status: 'DONE', result: { got: { data: { n: 2 }, eventId: early.id } } });
     expect(await skiplock.getJob(c.id)).toMatchObject({ status: 'CANCELLED' });
     expect((await skiplock.listJobs({ task: 'ev-started' })).jobs).toHaveLength(2);
+  });
+
+  const claim = (workerId: string, results: Parameters<typeof completeAndClaim>[0]['results'] = []) =>
+    sql.query(completeAndClaim({ now: null, workerId, results, limit: 10, budgetMs: 60_000, leaseMs: 30_000, leaseGraceMs: 5_000, tasks: ['noop'] }));
+
+  // The claim returns a narrow answer (issue 23: CLAIMED_COLUMNS, times as epoch milliseconds), not
+  // the row: what a handler gets as ctx.job must still be the row the claim left, to the millisecond.
+  test('each claimed job maps to the Job its row holds after the claim', async () => {
+    await db.emptyJobs();
+    await sql.query(insertJobs({
+      now: null,
+      jobs: [
+        newJob({ payload: { n: 1, text: 'ü ✓' }, priority: 5, idempotency_key: 'key-1', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }),
+        // Microseconds that a float would round up: the Date must truncate them, as the text does.
+        newJob({ payload: 'µs', run_at: '2026-01-01T00:00:00.999999Z' }),
+        newJob({ payload: 'x', schedule_name: 'nightly', scheduled_for: '2026-02-03T04:05:06.789Z', max_attempts: 3, timeout_ms: 1_234 }),
+        newJob({ payload: ['retried'] }),
+      ],
+    }));
+    const first = (await claim('w#1')).filter((r) => r.id !== null);
+    expect(first).toHaveLength(4);
+    const checkAgainstTable = async (row: Record<string, unknown>, token: string) => {
+      const [stored] = await sql.query(getJob({ id: String(row.id) }));
+      expect(mapClaimedJob(row, token)).toEqual(mapJob(stored!));
+    };
+    for (const row of first) await checkAgainstTable(row, 'w#1');
+    expect(mapClaimedJob(first.find((r) => r.payload === 'µs')!, 'w#1').runAt.toISOString()).toBe('2026-01-01T00:00:00.999Z');
+
+    // One fails its attempt: claimed again, it carries a history and a last error.
+    const failed = first.find((r) => Array.isArray(r.payload))!;
+    await claim('w#2', [{ id: String(failed.id), attempt: Number(failed.attempts), status: 'QUEUED', result: null, error: 'boom', delay_ms: 0, release: false, locked_by: 'w#1' }]);
+    const [again] = (await claim('w#3')).filter((r) => r.id !== null);
+    expect(again?.id).toEqual(failed.id);
+    await checkAgainstTable(again!, 'w#3');
+    const retried = mapClaimedJob(again!, 'w#3');
+    expect(retried.history).toHaveLength(1);
+    expect(retried.lastError).toBe('boom');
+    expect(retried.attempts).toBe(2);
   });
 });
 
