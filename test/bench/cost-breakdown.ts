@@ -8,9 +8,9 @@
  *
  *   node --experimental-strip-types test/bench/cost-breakdown.ts      BENCH_ROUNDS (5), BENCH_JOBS (20,000)
  */
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { completeAndClaim, type ResultRow } from '../../src/store/jobs.ts';
+import { pidCpuMs } from './cpu.ts';
 import { startBenchServer } from './server.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 5;
@@ -74,11 +74,6 @@ const VARIANTS: Variant[] = [
   { name: 'prototype, fillfactor 50', table: SPLIT(50), statement: 'split' },
 ];
 
-const cpuMs = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
 
 async function run(url: string, v: Variant): Promise<{ jobsPerSec: number; cpuMsPerKJob: number; hotShare: number }> {
   const c = new pg.Client({ connectionString: url });
@@ -90,7 +85,7 @@ async function run(url: string, v: Variant): Promise<{ jobsPerSec: number; cpuMs
     if (v.statement === 'split') await c.query(`INSERT INTO qq SELECT id, status, priority, run_at, task, timeout_ms FROM q`);
     await c.query(`VACUUM ANALYZE`);
     const pid = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
-    const cpu0 = cpuMs(pid);
+    const cpu0 = pidCpuMs(pid);
     const t0 = performance.now();
     let ids: string[] = [];
     let handled = 0;
@@ -108,7 +103,7 @@ async function run(url: string, v: Variant): Promise<{ jobsPerSec: number; cpuMs
       if (ids.length === 0) break;
     }
     const ms = performance.now() - t0;
-    const cpuMsPerKJob = ((cpuMs(pid) - cpu0) / handled) * 1000;
+    const cpuMsPerKJob = ((pidCpuMs(pid) - cpu0) / handled) * 1000;
     if (handled !== JOBS) throw new Error(`${v.name}: ${handled} of ${JOBS} jobs`);
     await c.query('SELECT pg_stat_force_next_flush()');
     const { rows: [hot] } = await c.query(`SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relid = '${table}'::regclass`);

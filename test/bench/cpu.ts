@@ -28,6 +28,13 @@ export function postgresCpuMs(postmasterPid: number): number {
   return ticks * TICK_MS;
 }
 
+/** CPU ms used so far by one process (a backend: `SELECT pg_backend_pid()`), from /proc. */
+export function pidCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
+
 /** The postmaster's pid, from the first line of postmaster.pid in the data directory. */
 export function postmasterPidOf(dataDir: string): number {
   return Number(readFileSync(`${dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
