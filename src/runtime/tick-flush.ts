@@ -14,7 +14,7 @@ import { mapClaimedJob, toBool } from '../store/rows.ts';
 import type { Row } from '../store/sql.ts';
 import { loadSteps, type StoredStep } from './steps.ts';
 import { asIds, isRefusal, takeBatch, tally, toResultRow, type PendingResult } from './tick-results.ts';
-import { knownJobIds, LEASE_GRACE_MS, startJob, type TickRun } from './tick-run.ts';
+import { knownJobIds, LEASE_GRACE_MS, leaseProbeDue, startJob, type TickRun } from './tick-run.ts';
 
 /** Writes a batch of pending results and claims up to `free` jobs, which start at once. */
 export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
@@ -24,6 +24,7 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   const batch = isolated ? pending.splice(0, 1) : takeBatch(pending);
   const limit = isolated ? 0 : free;
   const token = limit > 0 ? `${run.workerId}#${(run.claimNumber += 1)}` : run.workerId;
+  const probeLeases = leaseProbeDue(run);
   run.statements += 1;
   let rows: Row[];
   try {
@@ -40,6 +41,7 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
         staticSchedules: run.probeSchedules ? deps.staticSchedules : null,
         flowLimits: run.limits,
         fanIn: batch.some(({ job }) => job.parentId !== null),
+        probeLeases,
       }),
     );
   } catch (error) {
@@ -56,7 +58,10 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   const summary = rows.find((row) => row.written !== null && row.written !== undefined);
   tally(run.counts, batch, new Set(asIds(summary?.written)), new Set(asIds(summary?.cancelled)), deps.log);
   if (run.probeSchedules && summary) run.scheduleDue = toBool(summary.schedule_due);
-  if (summary) run.reapDue = toBool(summary.reap_due);
+  if (probeLeases && summary) {
+    run.lastLeaseProbe = run.elapsed();
+    run.reapDue = toBool(summary.reap_due);
+  }
   const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map((row) => mapClaimedJob(row, token));
   run.counts.claimed += claimed.length;
   // A statement that did work is not idle cost: only the statements since the last one that wrote

@@ -39,8 +39,9 @@ export interface TickRun {
   readonly wakeup: ReturnType<typeof createWakeup>;
   stopping: boolean;
   deadlineReached: boolean;
-  lastReap: number;
-  /** Whether the last claiming statement saw an expired lease: the reaper is sent only then. */
+  /** When a claiming statement last asked whether a lease has expired (completeAndClaim's probeLeases). */
+  lastLeaseProbe: number;
+  /** Whether that statement saw an expired lease: the reaper is sent only then. */
   reapDue: boolean;
   /** When keying and pruning last ran (reapIntervalMs apart, from the start). */
   lastUpkeep: number;
@@ -57,6 +58,8 @@ export interface TickRun {
 
 /** A new tick's state, its handlers' dependencies wired to it. */
 export function openTickRun(deps: TickDeps, o: ResolvedTickOptions): TickRun {
+  // The claims say whether a schedule is due (their schedule_due), so beforeClaim can wait for them.
+  const probeSchedules = deps.beforeClaim !== undefined && deps.staticSchedules !== undefined;
   const run = {
     deps,
     o,
@@ -74,12 +77,12 @@ export function openTickRun(deps: TickDeps, o: ResolvedTickOptions): TickRun {
     wakeup: createWakeup(),
     stopping: false,
     deadlineReached: false,
-    lastReap: -Infinity,
+    lastLeaseProbe: -Infinity,
     reapDue: false,
     lastUpkeep: -Infinity,
     lastFire: -Infinity,
-    scheduleDue: !(deps.staticSchedules !== undefined && deps.schedulesRead?.()),
-    probeSchedules: deps.beforeClaim !== undefined && deps.staticSchedules !== undefined,
+    scheduleDue: !(probeSchedules && deps.schedulesRead?.()),
+    probeSchedules,
     queueEmpty: false,
     failures: 0,
     statements: 0,
@@ -162,4 +165,9 @@ export function startJob(run: TickRun, job: Job, steps?: readonly StoredStep[]):
 /** What this worker holds and knows of: running, or with a result still to write. */
 export function knownJobIds(run: TickRun): string[] {
   return [...new Set([...[...run.running.values()].map((r) => r.job.id), ...run.pending.map((p) => p.job.id)])];
+}
+
+/** Whether the next claiming statement asks about expired leases: at the start, then every reapIntervalMs. */
+export function leaseProbeDue(run: TickRun): boolean {
+  return run.o.reapIntervalMs > 0 && run.elapsed() - run.lastLeaseProbe >= run.o.reapIntervalMs;
 }

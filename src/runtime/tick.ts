@@ -3,7 +3,7 @@
  * over named phases, each reading and changing the tick's state (TickRun, tick-run.ts):
  *
  *   fire ...... due schedules (at the start, then at most every fireIntervalMs, when a claim said one is due)
- *   reap ...... expired leases, when a claim saw one (at most every reapIntervalMs); keying and pruning on that interval
+ *   reap ...... expired leases, when a claim saw one (claims ask at the start and every reapIntervalMs); keying and pruning on that interval
  *   flush ..... finished results written + free slots claimed, one statement (completeAndClaim, tick-flush.ts)
  *   run ....... claimed jobs' handlers, each under its own AbortSignal; heartbeats keep their leases (tick-run.ts)
  *   wait ...... for a handler to finish, the next poll, or the deadline
@@ -103,14 +103,13 @@ async function firePhase(run: TickRun): Promise<void> {
 }
 
 /**
- * Reaps expired leases when the last claiming statement saw one (its `reap_due`: no reaper
- * statement at all while none has expired, which is nearly always), at most every reapIntervalMs;
- * and on that interval, from the start, keys unkeyed jobs of limited tasks and prunes.
+ * Reaps expired leases when a claiming statement saw one (it asks at the start and then every
+ * reapIntervalMs: leaseProbeDue; no reaper statement while none has expired, which is nearly
+ * always); and on that interval, from the start, keys unkeyed jobs of limited tasks and prunes.
  */
 async function reapPhase(run: TickRun): Promise<void> {
   const { deps } = run;
-  if (reaperDue(run)) {
-    run.lastReap = run.elapsed();
+  if (run.reapDue) {
     run.reapDue = false; // until a claiming statement says so again
     run.statements += 1;
     if (await reap(deps.sql, deps.now(), run.counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) run.queueEmpty = false;
@@ -127,10 +126,6 @@ async function reapPhase(run: TickRun): Promise<void> {
   if (pruned === true) run.statements += 1;
 }
 
-function reaperDue(run: TickRun): boolean {
-  return run.reapDue && run.o.reapIntervalMs > 0 && run.elapsed() - run.lastReap >= run.o.reapIntervalMs;
-}
-
 /**
  * Waits for a handler to finish, for the next poll when slots are free, or for the deadline.
  * Idle, a poll that took k statements that found no work waits k polls: at most one statement per
@@ -145,7 +140,7 @@ async function waitPhase(run: TickRun, free: number): Promise<void> {
   const woke = await run.wakeup.sleep(free > 0 ? Math.min(poll, untilDeadline) : untilDeadline);
   // Time to poll again, unless the reaper is due: then its statement is this poll's (it says
   // whether it returned jobs; if so, they are claimed at once).
-  if (!woke && !reaperDue(run)) run.queueEmpty = false;
+  if (!woke && !run.reapDue) run.queueEmpty = false;
   // Let handlers that finish in the same moment join one write. setImmediate waits for pending
   // I/O without setTimeout's 1 ms floor, which cost a fifth of each 100-job round trip.
   await yieldToIo();

@@ -170,6 +170,13 @@ export interface CompleteAndClaimParams {
    */
   flowLimits?: readonly FlowLimitRow[];
   /**
+   * Also answer whether some lease has expired (`reap_due`): the tick asks at its start and then at
+   * most every reapIntervalMs, and sends the reaper only when one has. Not on every statement: the
+   * probe walks the reaper's index entries of finished jobs' RUNNING versions until VACUUM removes
+   * them (a millisecond per 100,000 jobs finished since), as the reaper's own scan does.
+   */
+  probeLeases?: boolean;
+  /**
    * Some result of this batch is a child's (ctx.invoke: job.parentId): the statement then also
    * does the fan-in (src/store/steps.ts fanInCtes). Default false: the plain statement.
    */
@@ -193,9 +200,8 @@ export interface FlowLimitRow {
  * batch in one round trip. The two UPDATEs touch disjoint rows (RUNNING vs QUEUED).
  * Returns one row per claimed job (`written` null) and one more row, job columns null, whose
  * `written` lists the ids whose result landed (the rest were stale) and `cancelled` those of them
- * that ended CANCELLED instead of the retry or release asked for, and `reap_due`: whether some
- * lease has expired (one probe of job_reap_idx), so the tick sends the reaper only then instead
- * of at the start of every tick. Sent once: repeated on every
+ * that ended CANCELLED instead of the retry or release asked for, and `reap_due` (with
+ * probeLeases): whether some lease has expired, so the tick sends the reaper only then. Sent once: repeated on every
  * claimed row it cost more than the claim (100 copies of a 100-id array per round trip).
  *
  * Its plan must hold whatever the statistics say, since a queue's are stale by nature (a burst of
@@ -279,7 +285,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
                                   AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[]))
                     OR EXISTS (SELECT 1 FROM skiplock.schedule s WHERE s.enabled AND s.next_run_at IS NULL
                                   AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[])))) AS schedule_due,
-                    EXISTS (SELECT 1 FROM skiplock.job x WHERE x.status = 'RUNNING' AND x.locked_until < ${NOW}) AS reap_due
+                    ${p.probeLeases ? LEASE_EXPIRED : 'NULL::boolean'} AS reap_due
                FROM written) AS w
        FULL JOIN claimed ON false`,
     [
@@ -309,6 +315,9 @@ const CLAIMED_COLUMNS = `j.id, j.task, j.payload, j.priority, j.attempts, j.max_
  */
 const WOKEN = `(j.wait_woken OR (NOT coalesce(r.event_wait, false) AND j.pending_children <= 0) OR NOT EXISTS (
                               SELECT 1 FROM skiplock.job_step s WHERE s.job_id = j.id AND s.status = 'waiting'))`;
+
+/** completeAndClaim's lease probe (probeLeases): some RUNNING job's lease has expired. */
+const LEASE_EXPIRED = `EXISTS (SELECT 1 FROM skiplock.job x WHERE x.status = 'RUNNING' AND x.locked_until < ${NOW})`;
 
 /**
  * With a child's result in the batch: the claim skips the parent of a child this statement ends.
