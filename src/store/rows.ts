@@ -72,26 +72,43 @@ function fromEpochMs(value: unknown): Date | null {
 
 /**
  * A row of the claim's answer (src/store/jobs.ts CLAIMED_COLUMNS) → the same Job that mapJob
- * makes of the row as the claim left it: mapJob of that row, with what the claim itself wrote filled
- * in (RUNNING, locked by `lockedBy`: the statement's $2, updated when it started, progress reset;
- * no result and no finish time while RUNNING: the job table's CHECKs) and its times from epoch ms.
+ * makes of the row as the claim left it. What the claim itself wrote is filled in here: RUNNING,
+ * locked by `lockedBy` (the statement's $2), updated when it started, progress reset; a RUNNING
+ * job has no result and no finish time (the job table's CHECKs).
  */
 export function mapClaimedJob(row: Row, lockedBy: string): Job {
-  const startedAt = fromEpochMs(row.started_at_ms);
-  return mapJob({
-    ...row,
+  const startedAt = fromEpochMs(row.started_at_ms)!;
+  return {
+    id: String(row.id),
+    task: String(row.task),
+    payload: toJson(row.payload),
     status: 'RUNNING',
-    locked_by: lockedBy,
+    priority: Number(row.priority),
+    runAt: fromEpochMs(row.run_at_ms)!,
+    attempts: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts),
+    timeoutMs: Number(row.timeout_ms),
+    lockedBy,
+    lockedUntil: fromEpochMs(row.locked_until_ms),
+    cancelRequested: toBool(row.cancel_requested),
+    lastError: toStringOrNull(row.last_error),
     result: null,
-    finished_at: null,
+    idempotencyKey: toStringOrNull(row.idempotency_key),
+    scheduleName: toStringOrNull(row.schedule_name),
+    scheduledFor: fromEpochMs(row.scheduled_for_ms),
+    scheduleState: toJson(row.schedule_state),
+    createdAt: fromEpochMs(row.created_at_ms)!,
+    updatedAt: startedAt,
+    finishedAt: null,
+    startedAt,
+    history: parseAttemptHistory(row.history),
     progress: null,
-    run_at: fromEpochMs(row.run_at_ms),
-    locked_until: fromEpochMs(row.locked_until_ms),
-    created_at: fromEpochMs(row.created_at_ms),
-    started_at: startedAt,
-    updated_at: startedAt,
-    scheduled_for: fromEpochMs(row.scheduled_for_ms),
-  });
+    traceparent: toStringOrNull(row.traceparent),
+    parentId: toStringOrNull(row.parent_id),
+    parentStep: toStringOrNull(row.parent_step),
+    pendingChildren: Number(row.pending_children ?? 0),
+    stepCount: Number(row.step_count ?? 0),
+  };
 }
 
 /** A skiplock.job_step row (src/store/steps.ts). */
