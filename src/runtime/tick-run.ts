@@ -167,7 +167,12 @@ export function knownJobIds(run: TickRun): string[] {
   return [...new Set([...[...run.running.values()].map((r) => r.job.id), ...run.pending.map((p) => p.job.id)])];
 }
 
+/** Whether reapIntervalMs has passed since `last` (and upkeep is on: reapIntervalMs > 0). */
+export function upkeepDue(run: TickRun, last: number): boolean {
+  return run.o.reapIntervalMs > 0 && run.elapsed() - last >= run.o.reapIntervalMs;
+}
+
 /** Whether the next claiming statement asks about expired leases: at the start, then every reapIntervalMs. */
 export function leaseProbeDue(run: TickRun): boolean {
-  return run.o.reapIntervalMs > 0 && run.elapsed() - run.lastLeaseProbe >= run.o.reapIntervalMs;
+  return upkeepDue(run, run.lastLeaseProbe);
 }

@@ -19,7 +19,7 @@ import { reapExpiredLeases } from '../store/jobs.ts';
 import { adoptUnkeyedJobs } from './flow-key.ts';
 import { backOff, flushAndClaim, giveBackUnseen } from './tick-flush.ts';
 import { TICK_DEFAULTS, type TickDeps, type TickOptions } from './tick-options.ts';
-import { openTickRun, startHeartbeats, stopTickRun, type TickRun } from './tick-run.ts';
+import { openTickRun, startHeartbeats, stopTickRun, upkeepDue, type TickRun } from './tick-run.ts';
 import { yieldToIo } from './tick-timing.ts';
 
 export { TICK_DEFAULTS, type TickDeps, type TickOptions } from './tick-options.ts';
@@ -114,7 +114,7 @@ async function reapPhase(run: TickRun): Promise<void> {
     run.statements += 1;
     if (await reap(deps.sql, deps.now(), run.counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) run.queueEmpty = false;
   }
-  if (!(run.o.reapIntervalMs > 0 && run.elapsed() - run.lastUpkeep >= run.o.reapIntervalMs)) return;
+  if (!upkeepDue(run, run.lastUpkeep)) return;
   run.lastUpkeep = run.elapsed();
   // Jobs of limited tasks enqueued without their keys: keyed here, or no claim would take them.
   const adopted = run.limits.length === 0 ? 0 : await adoptUnkeyedJobs(deps.sql, deps.run.registry, deps.now()).catch((error: unknown) => {
