@@ -19,7 +19,7 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { runInChild } from './child.ts';
-import { databaseOf, readStatementStats, type ThroughputResult } from './harness.ts';
+import { databaseOf, isClaimStatement, readStatementStats, type ThroughputResult } from './harness.ts';
 import { startBenchServer } from './server.ts';
 
 const [baseDir, scenarioArg] = process.argv.slice(2);
@@ -85,7 +85,7 @@ try {
           ? await runInChild('rawSqlThroughput', params, side.childFile, side.env)
           : await runInChild('skiplockThroughput', { ...params, ...TICK_SHAPES[scenario] ?? unknownScenario(scenario) }, side.childFile, side.env);
         const stats = await readStatementStats(server.adminUrl, databaseOf(url));
-        const claim = stats.filter((s) => s.query.startsWith('WITH results AS'));
+        const claim = stats.filter((s) => isClaimStatement(s.query));
         const calls = claim.reduce((a, s) => a + s.calls, 0);
         const claimMeanMs = claim.reduce((a, s) => a + s.totalMs, 0) / Math.max(1, calls);
         const sum = (f: (x: (typeof claim)[number]) => number) => claim.reduce((a, x) => a + f(x), 0) / JOBS;

@@ -128,7 +128,8 @@ export interface SqlCounts {
   byKind: Record<string, number>;
 }
 
-const CLAIM_PREFIX = 'WITH results AS';
+/** completeAndClaim, by its text (either write: the general one starts with its results, the DONE one with its write). */
+export const isClaimStatement = (text: string) => /^(WITH results AS|WITH written AS)/.test(text.replace(/^(\s*--[^\n]*\n)*/, '').trimStart());
 
 export function countingSql(sql: Sql): { sql: Sql; counts: SqlCounts; reset(): void } {
   const counts: SqlCounts = { statements: 0, claimBatches: 0, claimedJobs: 0, byKind: {} };
@@ -138,7 +139,7 @@ export function countingSql(sql: Sql): { sql: Sql; counts: SqlCounts; reset(): v
       counts.statements += 1;
       counts.byKind[kind(s)] = (counts.byKind[kind(s)] ?? 0) + 1;
       const rows = await sql.query<R>(s);
-      if (s.text.replace(/^(\s*--[^\n]*\n)*/, '').trimStart().startsWith(CLAIM_PREFIX)) {
+      if (isClaimStatement(s.text)) {
         const claimed = rows.filter((r) => r.id !== null && r.id !== undefined).length;
         counts.claimedJobs += claimed;
         if (claimed > 0) counts.claimBatches += 1;

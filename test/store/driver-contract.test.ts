@@ -157,6 +157,44 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
   const claim = (workerId: string, results: Parameters<typeof completeAndClaim>[0]['results'] = []) =>
     sql.query(completeAndClaim({ now: null, workerId, results, limit: 10, budgetMs: 60_000, leaseMs: 30_000, leaseGraceMs: 5_000, tasks: ['noop'] }));
 
+  // A batch of plain DONE results is written by a leaner statement (issue 23: arrays, no JSON, no
+  // CASE per column). Each row it leaves must be the row the general write leaves for the same result.
+  test('a DONE batch written as arrays leaves each row as the general write does', async () => {
+    await db.emptyJobs();
+    const at = new Date('2026-05-06T07:08:09.123Z');
+    const write = (results: Parameters<typeof completeAndClaim>[0]['results'], general: boolean) =>
+      sql.query(completeAndClaim({ now: at, workerId: 'w', results, limit: 0, budgetMs: 60_000, leaseMs: 30_000, leaseGraceMs: 5_000, tasks: ['noop'], fanIn: general }));
+    await sql.query(insertJobs({ now: at, jobs: Array.from({ length: 12 }, (_, i) => newJob({ payload: { i } })) }));
+    await sql.query(insertJobs({ now: at, jobs: [newJob({ payload: 'progress before' })] }));
+    const claimed = (await sql.query(completeAndClaim({ now: at, workerId: 'w#1', results: [], limit: 20, budgetMs: 60_000, leaseMs: 30_000, leaseGraceMs: 5_000, tasks: ['noop'] })))
+      .filter((r) => r.id !== null).map((r) => ({ id: String(r.id), attempts: Number(r.attempts) }));
+    expect(claimed).toHaveLength(13);
+    const outcomes = [
+      { result: { text: 'a "quoted" \\ back,slash {brace} ü ✓', nested: [1, null, { deep: true }] }, progress: { value: null }, trace: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+      { result: null },
+      { result: 'NULL', progress: { value: [1, 2] } },
+      { result: 42, progress: { value: undefined } },
+      { result: [] as unknown[], progress: { value: 'half' } },
+      { result: undefined },
+    ];
+    const rows = (slice: typeof claimed) => slice.map((c, i) => ({ id: c.id, attempt: c.attempts, status: 'DONE' as const, error: null, delay_ms: 0, release: false, locked_by: 'w#1', ...outcomes[i]! }));
+    const lean = rows(claimed.slice(0, 6));
+    const general = rows(claimed.slice(6, 12));
+    // A stale write (another attempt's) lands in neither.
+    const [stale] = rows(claimed.slice(12));
+    const [leanAnswer] = await write([...lean, { ...stale!, attempt: stale!.attempt + 1 }], false);
+    const [generalAnswer] = await write([...general, { ...stale!, attempt: stale!.attempt + 1 }], true);
+    expect([...(leanAnswer!.written as string[])].sort()).toEqual(lean.map((r) => r.id).sort());
+    expect([...(generalAnswer!.written as string[])].sort()).toEqual(general.map((r) => r.id).sort());
+    const stored = async (id: string) => {
+      const { id: _, payload: __, ...rest } = mapJob((await sql.query(getJob({ id })))[0]!);
+      return rest;
+    };
+    for (let i = 0; i < 6; i++) expect(await stored(lean[i]!.id)).toEqual(await stored(general[i]!.id));
+    expect((await stored(lean[0]!.id)).result).toEqual(outcomes[0]!.result);
+    expect((await stored(stale!.id)).status).toBe('RUNNING');
+  });
+
   // The claim returns a narrow answer (issue 23: CLAIMED_COLUMNS, times as epoch milliseconds), not
   // the row: what a handler gets as ctx.job must still be the row the claim left, to the millisecond.
   test('each claimed job maps to the Job its row holds after the claim', async () => {
