@@ -13,7 +13,8 @@
  *
  * Prints, per side and scenario: jobs/s, CPU ms per 1,000 jobs (worker + PostgreSQL), statement
  * ms per 1,000 jobs, and the claim statement's mean time per call (pg_stat_statements), medians,
- * with the load average at each run.
+ * with the load average at each run. "Paired": the median over rounds of each round's ratio to the
+ * base's run of the same round, which the machine's load, varying from round to round, sways less.
  */
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
@@ -60,7 +61,7 @@ async function migrator(tree: string) {
   };
 }
 
-interface Row { side: string; scenario: string; load: number; r: ThroughputResult; claimMeanMs: number; claimCalls: number; walPerJob: number; hitPerJob: number; dirtiedPerJob: number }
+interface Row { side: string; scenario: string; round: number; load: number; r: ThroughputResult; claimMeanMs: number; claimCalls: number; walPerJob: number; hitPerJob: number; dirtiedPerJob: number }
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -89,7 +90,7 @@ try {
         const calls = claim.reduce((a, s) => a + s.calls, 0);
         const claimMeanMs = claim.reduce((a, s) => a + s.totalMs, 0) / Math.max(1, calls);
         const sum = (f: (x: (typeof claim)[number]) => number) => claim.reduce((a, x) => a + f(x), 0) / JOBS;
-        rows.push({ side: side.name, scenario, load, r, claimMeanMs, claimCalls: calls, walPerJob: sum((x) => x.walBytes), hitPerJob: sum((x) => x.sharedBlksHit), dirtiedPerJob: sum((x) => x.sharedBlksDirtied) });
+        rows.push({ side: side.name, scenario, round, load, r, claimMeanMs, claimCalls: calls, walPerJob: sum((x) => x.walBytes), hitPerJob: sum((x) => x.sharedBlksHit), dirtiedPerJob: sum((x) => x.sharedBlksDirtied) });
         log(`round ${round} ${scenario} ${side.name}: ${r.jobsPerSec} jobs/s, CPU ${r.clientCpuMsPerKJob} + ${r.serverCpuMsPerKJob} ms/1k, statements ${r.serverStatementMsPerKJob} ms/1k, claim ${claimMeanMs.toFixed(3)} ms × ${calls} (load ${load.toFixed(2)})`);
       }
     }
@@ -97,8 +98,8 @@ try {
   const out: string[] = [
     `A/B, ${JOBS.toLocaleString('en')} no-op jobs, ${ROUNDS} rounds interleaved, fsync ${server.durable ? 'on' : 'off'}; medians`,
     '',
-    '| scenario | side | jobs/s | vs base | worker + PostgreSQL CPU ms / 1,000 jobs | vs base | statement ms / 1,000 jobs | claim statement ms / call | claim WAL bytes / job | buffers hit / job | dirtied / job | load average (min–max) |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| scenario | side | jobs/s | vs base | paired | worker + PostgreSQL CPU ms / 1,000 jobs | vs base | PostgreSQL CPU, paired | statement ms / 1,000 jobs | claim statement ms / call | claim WAL bytes / job | buffers hit / job | dirtied / job | load average (min–max) |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
   ];
   for (const scenario of SCENARIOS) {
     const base = rows.filter((x) => x.side === 'base' && x.scenario === scenario);
@@ -116,8 +117,12 @@ try {
       const wal = median(mine.map((x) => x.walPerJob));
       const hit = median(mine.map((x) => x.hitPerJob));
       const dirtied = median(mine.map((x) => x.dirtiedPerJob));
+      const paired = (f: (x: Row) => number) => {
+        const ratios = mine.flatMap((x) => base.filter((b) => b.round === x.round).map((b) => f(x) / f(b)));
+        return `${(100 * median(ratios)).toFixed(1)}%`;
+      };
       out.push(
-        `| ${scenario} | ${side.name} | ${Math.round(jps).toLocaleString('en')} | ${((100 * jps) / baseJps).toFixed(1)}% | ${cpuW.toFixed(1)} + ${cpuS.toFixed(1)} = ${cpu.toFixed(1)} | ${((100 * cpu) / baseCpu).toFixed(1)}% | ${stmt.toFixed(1)} | ${claim.toFixed(3)} | ${Math.round(wal)} | ${hit.toFixed(1)} | ${dirtied.toFixed(2)} | ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)} |`,
+        `| ${scenario} | ${side.name} | ${Math.round(jps).toLocaleString('en')} | ${((100 * jps) / baseJps).toFixed(1)}% | ${paired((x) => x.r.jobsPerSec)} | ${cpuW.toFixed(1)} + ${cpuS.toFixed(1)} = ${cpu.toFixed(1)} | ${((100 * cpu) / baseCpu).toFixed(1)}% | ${paired((x) => x.r.serverCpuMsPerKJob ?? 0)} | ${stmt.toFixed(1)} | ${claim.toFixed(3)} | ${Math.round(wal)} | ${hit.toFixed(1)} | ${dirtied.toFixed(2)} | ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)} |`,
       );
     }
   }
