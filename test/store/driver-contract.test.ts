@@ -157,6 +157,38 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
   const claim = (workerId: string, results: Parameters<typeof completeAndClaim>[0]['results'] = []) =>
     sql.query(completeAndClaim({ now: null, workerId, results, limit: 10, budgetMs: 60_000, leaseMs: 30_000, leaseGraceMs: 5_000, tasks: ['noop'] }));
 
+  // One job is inserted by a plain INSERT with its fields as parameters (issue 23: the enqueue a
+  // route sends); more by the JSON batch statement. The row and the answer must be the same.
+  test('an enqueue of one job leaves the row a batch enqueue leaves, and answers alike', async () => {
+    await db.emptyJobs();
+    const at = new Date('2026-05-06T07:08:09.123Z');
+    const full = (key: string | null): NewJobRow => newJob({
+      payload: { text: 'a "quoted" \\ back,slash {brace} ü ✓', list: [1, null, { deep: true }] }, priority: -3, delay_ms: 1_500,
+      max_attempts: 7, timeout_ms: 4_321, idempotency_key: key, schedule_name: 'nightly', scheduled_for: '2026-02-03T04:05:06.789Z',
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', flow_key: 'tenant-1', rate_key: 'rate "1"', cancel_on: ['order.cancelled o-1', 'x,y'],
+    });
+    const cases: [NewJobRow, NewJobRow][] = [
+      [full(null), full(null)],
+      [full('one-1'), full('batch-1')],
+      [newJob({ payload: 'µs', run_at: '2026-01-01T00:00:00.999999Z' }), newJob({ payload: 'µs', run_at: '2026-01-01T00:00:00.999999Z' })],
+    ];
+    // Every column, the internal ones too (flow keys, cancelOn), as the driver returns them.
+    const comparable = (row: Record<string, unknown>) => {
+      const { id: _, idempotency_key: __, ...rest } = row;
+      return rest;
+    };
+    for (const [one, batched] of cases) {
+      const [single] = await sql.query(insertJobs({ now: at, jobs: [one] }));
+      const [fromBatch] = await sql.query(insertJobs({ now: at, jobs: [batched, newJob({})] }));
+      expect(comparable(single!)).toEqual(comparable(fromBatch!));
+    }
+    // A key already taken: nothing is written, and the job holding it is the answer.
+    const [again, ...more] = await sql.query(insertJobs({ now: at, jobs: [newJob({ payload: 'other', idempotency_key: 'one-1' })] }));
+    expect(more).toHaveLength(0);
+    expect(again!.inserted).toBe(false);
+    expect(mapJob(again!).payload).toEqual(full(null).payload);
+  });
+
   // A batch of plain DONE results is written by a leaner statement (issue 23: arrays, no JSON, no
   // CASE per column). Each row it leaves must be the row the general write leaves for the same result.
   test('a DONE batch written as arrays leaves each row as the general write does', async () => {
@@ -186,8 +218,9 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
     const [generalAnswer] = await write([...general, { ...stale!, attempt: stale!.attempt + 1 }], true);
     expect([...(leanAnswer!.written as string[])].sort()).toEqual(lean.map((r) => r.id).sort());
     expect([...(generalAnswer!.written as string[])].sort()).toEqual(general.map((r) => r.id).sort());
+    // Every column, as the driver returns it, but the id and the payload (which differ by design).
     const stored = async (id: string) => {
-      const { id: _, payload: __, ...rest } = mapJob((await sql.query(getJob({ id })))[0]!);
+      const { id: _, payload: __, ...rest } = (await sql.query(getJob({ id })))[0]!;
       return rest;
     };
     for (let i = 0; i < 6; i++) expect(await stored(lean[i]!.id)).toEqual(await stored(general[i]!.id));
