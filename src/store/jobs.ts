@@ -50,21 +50,12 @@ export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): 
          max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz,
          traceparent text, flow_key text, rate_key text, cancel_on text[])
      ),
-     inserted AS (
-       INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
-                                      idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, created_at, updated_at, traceparent)
-       SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
+     ${insertedOrHeld(
+       `SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
               idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, ${NOW}, ${NOW}, traceparent
-         FROM input ORDER BY ord
-       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-       RETURNING j.*
-     )
-     SELECT i.*, true AS inserted FROM inserted i
-     UNION ALL
-     -- Rows the INSERT wrote are invisible here (one snapshot): this half holds only older jobs.
-     SELECT j.*, false AS inserted FROM skiplock.job j
-      WHERE j.idempotency_key = ANY (ARRAY(SELECT idempotency_key FROM input WHERE idempotency_key IS NOT NULL))
-        AND j.idempotency_key IS NOT NULL`,
+         FROM input ORDER BY ord`,
+       'j.idempotency_key = ANY (ARRAY(SELECT idempotency_key FROM input WHERE idempotency_key IS NOT NULL))',
+     )}`,
     [clock(params.now), JSON.stringify(params.jobs.map((job, ord) => ({ ord, ...job })))],
   );
 }
@@ -76,28 +67,35 @@ export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): 
  * (docs/benchmarks.md, "The enqueue").
  */
 function insertOneJob(job: NewJobRow, now: Clock): Statement {
-  const insert = `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
-                                      idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, created_at, updated_at, traceparent)
-       VALUES ($2, $3::jsonb, $4::smallint, coalesce($5::timestamptz, ${NOW} + $6::bigint ${MS}), $7::int, $8::int,
+  const row = `VALUES ($2, $3::jsonb, $4::smallint, coalesce($5::timestamptz, ${NOW} + $6::bigint ${MS}), $7::int, $8::int,
                $9::text, $10::text, $11::timestamptz, $12::text, $13::text, $14::text[], ${NOW}, ${NOW}, $15::text)`;
   return preparedStatement(
-    job.idempotency_key === null
-      ? `${insert}
-       RETURNING j.*, true AS inserted`
-      : `WITH inserted AS (
-       ${insert}
-       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-       RETURNING j.*
-     )
-     SELECT i.*, true AS inserted FROM inserted i
-     UNION ALL
-     SELECT j.*, false AS inserted FROM skiplock.job j WHERE j.idempotency_key = $9::text`,
+    job.idempotency_key === null ? `${INSERT_JOB}\n       ${row}\n       RETURNING j.*, true AS inserted` : `WITH ${insertedOrHeld(row, 'j.idempotency_key = $9::text')}`,
     [
       clock(now), job.task, JSON.stringify(job.payload), job.priority, job.run_at, job.delay_ms, job.max_attempts, job.timeout_ms,
       job.idempotency_key, job.schedule_name, job.scheduled_for, job.flow_key ?? null, job.rate_key ?? null, job.cancel_on ?? null, job.traceparent ?? null,
     ],
   );
 }
+
+/** The columns an enqueue writes, in the order both statements above give their values. */
+const INSERT_JOB = `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
+                                      idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, created_at, updated_at, traceparent)`;
+
+/**
+ * The CTE `inserted` writing `rows` except those whose idempotency key is taken, and the answer:
+ * what it wrote (`inserted` true) and the jobs already holding the keys `held` matches (false).
+ */
+const insertedOrHeld = (rows: string, held: string) => `inserted AS (
+       ${INSERT_JOB}
+       ${rows}
+       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+       RETURNING j.*
+     )
+     SELECT i.*, true AS inserted FROM inserted i
+     UNION ALL
+     -- Rows the INSERT wrote are invisible here (one snapshot): this half holds only older jobs.
+     SELECT j.*, false AS inserted FROM skiplock.job j WHERE ${held} AND j.idempotency_key IS NOT NULL`;
 
 export interface DebouncedJobRow extends Omit<NewJobRow, 'run_at' | 'idempotency_key' | 'schedule_name' | 'scheduled_for'> {
   debounce_key: string;
