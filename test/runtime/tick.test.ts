@@ -412,16 +412,25 @@ describe('reaper', () => {
 });
 
 describe('enqueue', () => {
-  test('20 concurrent enqueues with the same idempotency key make one job', async () => {
+  // One job alone is a plain INSERT (insertOneJob); with others, the batch statement: each must
+  // make one job of a key that concurrent enqueues share, and answer each with it.
+  test.each([
+    ['alone', 0],
+    ['in a batch', 1],
+  ])('20 concurrent enqueues with the same idempotency key make one job (the keyed job %s)', async (_, others) => {
     const task = recordingTask();
     const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, n) => skiplock.enqueueBatch([{ task: 'record', payload: { n }, idempotencyKey: 'order-42' }])),
+      Array.from({ length: 20 }, (_, n) => skiplock.enqueueBatch([
+        { task: 'record', payload: { n }, idempotencyKey: 'order-42' },
+        ...Array.from({ length: others }, () => ({ task: 'record', payload: { n } })),
+      ])),
     );
-    const flat = results.flat();
-    expect(new Set(flat.map((r) => r.job.id)).size).toBe(1);
-    expect(flat.filter((r) => r.created)).toHaveLength(1);
-    expect(await count(`SELECT count(*) n FROM skiplock.job`)).toBe(1);
+    const keyed = results.map((batch) => batch[0]!);
+    expect(new Set(keyed.map((r) => r.job.id)).size).toBe(1);
+    expect(keyed.filter((r) => r.created)).toHaveLength(1);
+    expect(await count(`SELECT count(*) n FROM skiplock.job WHERE idempotency_key = 'order-42'`)).toBe(1);
+    expect(await count(`SELECT count(*) n FROM skiplock.job`)).toBe(1 + 20 * others);
   });
 
   test('runAt, delayMs, priority and per-job overrides', async () => {
