@@ -214,6 +214,9 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
     const general = rows(claimed.slice(6, 12));
     // A stale write (another attempt's) lands in neither.
     const [stale] = rows(claimed.slice(12));
+    // Progress the handlers reported while they ran: a result's progress of null clears it, an
+    // absent one keeps it.
+    await sql.query(statement(`UPDATE skiplock.job SET progress = '"before"' WHERE status = 'RUNNING'`));
     const [leanAnswer] = await write([...lean, { ...stale!, attempt: stale!.attempt + 1 }], false);
     const [generalAnswer] = await write([...general, { ...stale!, attempt: stale!.attempt + 1 }], true);
     expect([...(leanAnswer!.written as string[])].sort()).toEqual(lean.map((r) => r.id).sort());
@@ -225,6 +228,7 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
     };
     for (let i = 0; i < 6; i++) expect(await stored(lean[i]!.id)).toEqual(await stored(general[i]!.id));
     expect((await stored(lean[0]!.id)).result).toEqual(outcomes[0]!.result);
+    expect(await Promise.all([0, 1, 2, 3].map(async (i) => (await stored(lean[i]!.id)).progress))).toEqual([null, 'before', [1, 2], 'before']);
     expect((await stored(stale!.id)).status).toBe('RUNNING');
   });
 
