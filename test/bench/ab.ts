@@ -20,7 +20,7 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { runInChild } from './child.ts';
-import { databaseOf, isClaimStatement, readStatementStats, type ThroughputResult } from './harness.ts';
+import { claimStatementStats, databaseOf, readStatementStats, type ThroughputResult } from './harness.ts';
 import { startBenchServer } from './server.ts';
 
 const [baseDir, scenarioArg] = process.argv.slice(2);
@@ -86,9 +86,8 @@ try {
           ? await runInChild('rawSqlThroughput', params, side.childFile, side.env)
           : await runInChild('skiplockThroughput', { ...params, ...TICK_SHAPES[scenario] ?? unknownScenario(scenario) }, side.childFile, side.env);
         const stats = await readStatementStats(server.adminUrl, databaseOf(url));
-        const claim = stats.filter((s) => isClaimStatement(s.query));
-        const calls = claim.reduce((a, s) => a + s.calls, 0);
-        const claimMeanMs = claim.reduce((a, s) => a + s.totalMs, 0) / Math.max(1, calls);
+        const { claims: claim, calls, meanMs } = claimStatementStats(stats);
+        const claimMeanMs = meanMs ?? 0;
         const sum = (f: (x: (typeof claim)[number]) => number) => claim.reduce((a, x) => a + f(x), 0) / JOBS;
         rows.push({ side: side.name, scenario, round, load, r, claimMeanMs, claimCalls: calls, walPerJob: sum((x) => x.walBytes), hitPerJob: sum((x) => x.sharedBlksHit), dirtiedPerJob: sum((x) => x.sharedBlksDirtied) });
         log(`round ${round} ${scenario} ${side.name}: ${r.jobsPerSec} jobs/s, CPU ${r.clientCpuMsPerKJob} + ${r.serverCpuMsPerKJob} ms/1k, statements ${r.serverStatementMsPerKJob} ms/1k, claim ${claimMeanMs.toFixed(3)} ms × ${calls} (load ${load.toFixed(2)})`);

@@ -339,6 +339,13 @@ export interface StatementStats {
 }
 
 /** Every statement pg_stat_statements recorded for one database (the bench's own left out), most time first. */
+/** completeAndClaim's statements among `stats` (both write shapes), their calls and mean ms per call (undefined: none). */
+export function claimStatementStats(stats: readonly StatementStats[]): { claims: StatementStats[]; calls: number; meanMs: number | undefined } {
+  const claims = stats.filter((s) => isClaimStatement(s.query));
+  const calls = claims.reduce((a, s) => a + s.calls, 0);
+  return { claims, calls, meanMs: calls > 0 ? claims.reduce((a, s) => a + s.totalMs, 0) / calls : undefined };
+}
+
 export async function readStatementStats(adminUrl: string, database: string): Promise<StatementStats[]> {
   const client = await uncountedClient(adminUrl);
   try {

@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { ClaimStepResult } from './claim-latency.ts';
-import { isClaimStatement, type LatencyResult, type ThroughputResult } from './harness.ts';
+import { claimStatementStats, type LatencyResult, type ThroughputResult } from './harness.ts';
 import type { MemoryResult } from './skiplock.ts';
 
 export interface ThroughputSummary extends ThroughputResult {
@@ -202,11 +202,7 @@ const loadsOf = (t: ThroughputSummary) => (t.loads?.length ? t.loads.map((l) => 
 const totalCpu = (t: ThroughputSummary) =>
   t.clientCpuMsPerKJob !== undefined && t.serverCpuMsPerKJob !== undefined ? t.clientCpuMsPerKJob + t.serverCpuMsPerKJob : undefined;
 /** The claim statement's mean time per call (pg_stat_statements), in the median round. */
-const claimMean = (t: ThroughputSummary) => {
-  const claims = t.statements?.filter((s) => isClaimStatement(s.query)) ?? [];
-  const calls = claims.reduce((a, s) => a + s.calls, 0);
-  return calls > 0 ? claims.reduce((a, s) => a + s.totalMs, 0) / calls : undefined;
-};
+const claimMean = (t: ThroughputSummary) => claimStatementStats(t.statements ?? []).meanMs;
 
 /** The concurrency curve (issue 17). */
 function curveMarkdown(r: BenchResults): string[] {
