@@ -47,12 +47,14 @@ commands:
       --status S  --task T  --limit N (1-500, default 50)  --cursor C
                                    S: ${JOB_STATUSES.map((s) => s.toLowerCase()).join(', ')} (any case)
   jobs retry|cancel|restart|delete every job matching the filter, in chunks; prints {"matched", "changed"}
+                                   (--dry-run: {"matched", "changed": 0, "wouldChange"})
       --task T  --status S[,S…]  --error-contains E  --created-before ISO  --created-after ISO  --key K
       --from-step S (restart)  --dry-run (count only)
   replay                           replay your tasks' current code against the recorded steps of in-flight jobs
       --task T  --status S[,S…]  --limit N (default 1000)
                                    writes nothing; prints {"checked", "failures"}; exit 1 if any job would fail
-  restart <id>                     queue a job again from a step, keeping the steps before it; prints {"job"}
+  restart <id>                     queue a DEAD or CANCELLED job again from a step, keeping the steps before it;
+                                   prints {"job"}; exit 1 with conflict for a live (already restarted) or DONE job
       --from-step S                (default: from the top, every step forgotten)
   events send <name> [data-json]   send an event: wakes its waiters, starts its on: tasks; prints {"event"}
       --key K  --idempotency-key K

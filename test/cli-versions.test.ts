@@ -52,12 +52,18 @@ test('replay: exit 0 for the deployed code, 1 with the reason for a step inserte
 
 test('jobs cancel / retry by filter, restart from a step', async () => {
   const dry = await cli(['jobs', 'cancel', '--task', 'wf', '--dry-run']);
-  expect(dry.json).toEqual({ matched: 1, changed: 1 });
+  expect(dry.json).toEqual({ matched: 1, changed: 0, wouldChange: 1 });
   expect((await cli(['jobs', 'cancel', '--task', 'wf'])).json).toEqual({ matched: 1, changed: 1 });
-  expect((await cli(['jobs', 'retry', '--task', 'wf', '--status', 'cancelled'])).json).toEqual({ matched: 1, changed: 1 });
   const restarted = await cli(['restart', jobId, '--from-step', 'wait']);
   expect(restarted.code, restarted.stderr).toBe(0);
   expect(restarted.json.job).toMatchObject({ id: jobId, status: 'QUEUED', stepCount: 1 });
+  // Sent again: the job is live again, so a conflict, and nothing forgotten or re-run.
+  const again = await cli(['restart', jobId, '--from-step', 'wait']);
+  expect(again.code).toBe(1);
+  expect(again.json.error).toMatchObject({ code: 'conflict', message: expect.stringMatching(/is QUEUED: only a DEAD or CANCELLED job can be restarted/) });
+  expect((await cli(['jobs', 'restart', '--task', 'wf'])).json).toEqual({ matched: 1, changed: 0 });
+  expect((await cli(['jobs', 'cancel', '--task', 'wf'])).json).toEqual({ matched: 1, changed: 1 });
+  expect((await cli(['jobs', 'retry', '--task', 'wf', '--status', 'cancelled'])).json).toEqual({ matched: 1, changed: 1 });
   const usage = await cli(['jobs', 'explode', '--task', 'wf']);
   expect(usage.code).toBe(2);
   const refused = await cli(['jobs', 'retry']);

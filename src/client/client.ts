@@ -59,15 +59,19 @@ export interface ClientBulkInput {
     /** The job's concurrency or rate-limit key. */
     key?: string;
   };
-  /** Count, write nothing. */
+  /** Count, write nothing: the answer's `changed` is 0 and `wouldChange` what it would change. */
   dryRun?: boolean;
   /** restart only: the step to restart from. */
   fromStep?: string;
 }
 
 export interface BulkResultJson {
+  /** Jobs the filter matched. */
   matched: number;
+  /** Jobs the action changed; 0 in a dry run. */
   changed: number;
+  /** With dryRun only: the jobs the action would change now. */
+  wouldChange?: number;
 }
 
 export interface PutScheduleResultJson {

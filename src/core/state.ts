@@ -20,8 +20,8 @@
  *     │  └──cancel──▶ CANCELLED
  *     └──────retry (by a person)──── DEAD | CANCELLED
  *            (and DEAD ──a failed child of it, retried by a person, ends DONE──▶ QUEUED)
- *     (restart from a step, by a person: DEAD | CANCELLED | WAITING ──▶ QUEUED, and QUEUED stays
- *      QUEUED; its recorded steps from that one on are forgotten: src/store/restart.ts)
+ *     (restart from a step, by a person: DEAD | CANCELLED ──▶ QUEUED; its recorded steps from that
+ *      one on are forgotten: src/store/restart.ts. Never a live job: see RESTARTABLE_STATUSES)
  *
  * Every arrow is one SQL statement in src/store/jobs.ts (those a person takes, cancel and retry,
  * in src/store/admin.ts; the fan-in, WAITING → QUEUED, is a fragment of every statement that ends
@@ -44,6 +44,15 @@ export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   DEAD: ['QUEUED'],
   CANCELLED: ['QUEUED'],
 };
+
+/**
+ * The states a restart from a step takes (src/store/restart.ts): a job that ended without success,
+ * like a retry. Never a live one (QUEUED, WAITING, RUNNING): a restarted job is QUEUED, so the same
+ * restart sent again (a client retrying, a bulk call repeated) finds nothing to restart instead of
+ * forgetting and re-running steps the first one already ran again (issue 30). To restart a live
+ * job, a person cancels it first.
+ */
+export const RESTARTABLE_STATUSES: readonly JobStatus[] = ['DEAD', 'CANCELLED'];
 
 /** How a run ended, as the result write records it. */
 export type Outcome =

@@ -54,9 +54,12 @@ export interface BulkResult {
   /**
    * Jobs the action changed: retried, cancelled or asked to stop, restarted, deleted. The rest
    * were in no state for it (a DONE job is not retried; a RUNNING job already asked to stop is
-   * not asked again), or changed under it. With dryRun: what it would change now.
+   * not asked again; a restarted job, live again, is not restarted again), or no longer matched
+   * the filter when their chunk was changed. Always 0 with dryRun.
    */
   changed: number;
+  /** With dryRun only: the jobs the action would change now (nothing was changed). */
+  wouldChange?: number;
 }
 
 function toWhereRow(w: z.output<typeof bulkWhereSchema>): BulkWhereRow {
@@ -72,16 +75,18 @@ function toWhereRow(w: z.output<typeof bulkWhereSchema>): BulkWhereRow {
 
 export function createBulk(sql: Sql, now: () => Clock) {
   /** The statements that change one chunk: alone, or behind the chunk's row locks when the action cascades. */
-  const change = (action: BulkAction, ids: string[], fromStep: string | null): Statement[] => {
+  // Each change statement applies the filter again to the rows as they are when it changes them
+  // (issue 30): a job changed since the pick so that it no longer matches is matched, not changed.
+  const change = (action: BulkAction, ids: string[], where: BulkWhereRow, fromStep: string | null): Statement[] => {
     switch (action) {
       case 'retry':
-        return [retryJobs({ now: now(), ids })];
+        return [retryJobs({ now: now(), ids, where })];
       case 'delete':
-        return [deleteJobs({ ids })];
+        return [deleteJobs({ ids, where })];
       case 'cancel':
-        return [lockJobs({ ids }), cancelJobs({ now: now(), ids })];
+        return [lockJobs({ ids }), cancelJobs({ now: now(), ids, where })];
       case 'restart':
-        return [lockJobs({ ids }), restartJobs({ now: now(), ids, fromStep, answer: 'count' })];
+        return [lockJobs({ ids }), restartJobs({ now: now(), ids, fromStep, answer: 'count', where })];
     }
   };
   return {
@@ -97,7 +102,7 @@ export function createBulk(sql: Sql, now: () => Clock) {
       const where = toWhereRow(parsed.data.where);
       if (dryRun) {
         const [row] = await sql.query(countJobs({ where, action, fromStep }));
-        return { matched: Number(row?.matched ?? 0), changed: Number(row?.changed ?? 0) };
+        return { matched: Number(row?.matched ?? 0), changed: 0, wouldChange: Number(row?.changed ?? 0) };
       }
       const [top] = await sql.query(maxJobId());
       const maxId = String(top?.id ?? '0');
@@ -108,7 +113,7 @@ export function createBulk(sql: Sql, now: () => Clock) {
         if (ids.length === 0) return result;
         result.matched += ids.length;
         afterId = ids[ids.length - 1]!;
-        const answers = await batchDeadlockSafe(sql, change(action, ids, fromStep));
+        const answers = await batchDeadlockSafe(sql, change(action, ids, where, fromStep));
         result.changed += Number(answers[answers.length - 1]?.[0]?.changed ?? 0);
         if (ids.length < BULK_CHUNK) return result;
       }

@@ -3,6 +3,7 @@
  * the way out for a job that died of a deploy that changed its steps. SQL in src/store/restart.ts.
  */
 import { SkiplockError } from '../core/errors.ts';
+import { RESTARTABLE_STATUSES } from '../core/state.ts';
 import { unstorableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
@@ -70,20 +71,33 @@ async function recordedStepAt(sql: Sql, registry: TaskRegistry, id: string, from
   return located.next.id;
 }
 
+/** Why a job in `status` is not restarted (409). */
+export function restartRefusal(id: string, status: Job['status']): string {
+  const why =
+    status === 'DONE' ? 'it succeeded'
+    : status === 'RUNNING' ? 'it is running: cancel it, and restart it once it has stopped'
+    : 'it is live (already restarted or retried, or not yet finished): let it run, or cancel it first to restart it';
+  return `job ${id} is ${status}: only a DEAD or CANCELLED job can be restarted; ${why}`;
+}
+
 export function createRestart(sql: Sql, now: () => Clock, registry?: TaskRegistry) {
   const send = (id: string, fromStep: string | null) =>
     batchDeadlockSafe(sql, [lockJob({ id }), restartJobs({ now: now(), ids: [id], fromStep, answer: 'rows' })]).then((answers) => answers[1]?.[0]);
   return {
     /**
-     * DEAD, CANCELLED, QUEUED or WAITING → QUEUED, due now, with fresh attempts, keeping the steps
-     * recorded before `fromStep`; the children of forgotten invokes are cancelled. not_found for no
-     * such job or step; conflict while it runs (or once DONE).
+     * DEAD or CANCELLED → QUEUED, due now, with fresh attempts, keeping the steps recorded before
+     * `fromStep`; the children of forgotten invokes are cancelled. not_found for no such job or
+     * step; conflict for a live job (QUEUED, WAITING, RUNNING: one already restarted among them,
+     * so the same restart sent twice runs nothing twice) or a DONE one.
      */
     async restartJob(id: string, options: RestartOptions = {}): Promise<Job> {
       const fromStep = checkFromStep(options?.fromStep);
       if (!isJobId(id)) throw new SkiplockError('not_found', `no job ${JSON.stringify(id)}`);
       let row = await send(id, fromStep);
       if (!row) throw new SkiplockError('not_found', `no job ${JSON.stringify(id)}`);
+      // A job in no state for a restart is refused before its step is looked for: the same
+      // restart sent again finds the job live, its fromStep possibly forgotten by the first one.
+      if (!toBool(row.applied) && !RESTARTABLE_STATUSES.includes(String(row.status) as Job['status'])) throw new SkiplockError('conflict', restartRefusal(id, mapJob(row).status));
       if (!toBool(row.step_found) && fromStep !== null && registry) {
         const recorded = await recordedStepAt(sql, registry, id, fromStep);
         if (recorded !== undefined) row = await send(id, recorded);
@@ -91,7 +105,7 @@ export function createRestart(sql: Sql, now: () => Clock, registry?: TaskRegistr
       }
       if (!toBool(row.step_found)) throw new SkiplockError('not_found', `job ${id} has no step ${JSON.stringify(fromStep)}`);
       const job = mapJob(row);
-      if (!toBool(row.applied)) throw new SkiplockError('conflict', `job ${id} is ${job.status}: only a DEAD, CANCELLED, QUEUED or WAITING job can be restarted`);
+      if (!toBool(row.applied)) throw new SkiplockError('conflict', restartRefusal(id, job.status));
       return job;
     },
   };

@@ -212,14 +212,17 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
   /**
    * Restarts a job from one of its steps (docs/steps.md, "Changing a workflow's code"): keeps the
    * steps recorded before `fromStep`, forgets it and the rest, and queues the job, due now, with
-   * fresh attempts. For a DEAD, CANCELLED, QUEUED or WAITING job; the children of forgotten
-   * invokes are cancelled. not_found (no such job or step), conflict (RUNNING or DONE).
+   * fresh attempts. For a DEAD or CANCELLED job; the children of forgotten invokes are cancelled.
+   * not_found (no such job or step), conflict for a live job (QUEUED — one already restarted
+   * among them —, WAITING, RUNNING: cancel it first) or a DONE one.
    */
   restartJob(id: string, options?: RestartOptions): Promise<Job>;
   /**
    * Retries, cancels, restarts or deletes every job a filter matches, in chunks of 1000 ids, each
-   * changed like a person's single action (docs/operations.md, "Bulk operations"):
-   * `bulk({ action: 'retry', where: { task: 'charge', status: 'DEAD', errorContains: 'ECONNRESET' } })`.
+   * changed like a person's single action, the filter checked again as it changes them
+   * (docs/operations.md, "Bulk operations"); the same call twice changes nothing the second time:
+   * `bulk({ action: 'retry', where: { task: 'charge', status: 'DEAD', errorContains: 'ECONNRESET' } })`
+   * → `{ matched, changed }`; with `dryRun`, `{ matched, changed: 0, wouldChange }`.
    */
   bulk(input: BulkInput): Promise<BulkResult>;
   /**

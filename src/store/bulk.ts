@@ -3,9 +3,11 @@
  * action walks the matching jobs by keyset on id, in chunks: each chunk is picked by one
  * statement (no lock), then changed by one statement (or a transaction behind the chunk's row
  * locks, for the actions that cascade) that re-checks each job's state, like a person's single
- * action: a job that changed since it was picked (claimed, retried by someone else) is counted as
- * matched and left alone. No statement holds locks for longer than one chunk.
+ * action, and the whole filter again: a job that changed since it was picked (claimed, retried by
+ * someone else, failed again with another error) is counted as matched and left alone, and loses
+ * nothing. No statement holds locks for longer than one chunk.
  */
+import { RESTARTABLE_STATUSES } from '../core/state.ts';
 import type { JobStatus } from '../core/types.ts';
 import { clock, type Clock } from './clock.ts';
 import { CANCEL_SET, RETRIED, descendantsCtes } from './admin.ts';
@@ -27,29 +29,43 @@ export interface BulkWhereRow {
 
 export type BulkAction = 'retry' | 'cancel' | 'restart' | 'delete';
 
-/** The states each action changes (the fence each chunk re-checks). */
+/**
+ * The states each action changes (the fence each chunk re-checks). No action's result is one of
+ * its own starting states, so the same call sent again finds nothing to change in what the first
+ * one changed (issue 30): retry and restart take finished jobs that did not succeed, never a live
+ * one (a restarted job is QUEUED: restarting it again would run its steps again).
+ */
 export const BULK_FROM: Record<BulkAction, readonly JobStatus[]> = {
   retry: ['DEAD', 'CANCELLED'],
   // RUNNING: asked to stop (once), never overwritten.
   cancel: ['QUEUED', 'WAITING', 'RUNNING'],
-  restart: ['DEAD', 'CANCELLED', 'QUEUED', 'WAITING'],
+  restart: RESTARTABLE_STATUSES,
   delete: ['DONE', 'DEAD', 'CANCELLED'],
 };
 
-/** The filter as SQL conditions on `j`, with its values pushed onto `values`. */
-function whereSql(w: BulkWhereRow, values: unknown[]): string[] {
+/**
+ * The filter as SQL conditions on the job row `alias` (default `j`), with its values pushed onto
+ * `values`. Used by the pick and again by each change statement, which re-applies it to the rows
+ * as they are when it changes them. Null (no filter): no condition.
+ */
+export function bulkWhereSql(w: BulkWhereRow | null | undefined, values: unknown[], alias = 'j'): string[] {
   const where: string[] = [];
-  if (w.task !== null) where.push(`j.task = $${values.push(w.task)}`);
-  if (w.statuses !== null) where.push(`j.status = ANY ($${values.push(w.statuses)}::text[])`);
-  if (w.errorContains !== null) where.push(`strpos(j.last_error, $${values.push(w.errorContains)}) > 0`);
-  if (w.createdBefore !== null) where.push(`j.created_at < $${values.push(w.createdBefore)}::timestamptz`);
-  if (w.createdAfter !== null) where.push(`j.created_at >= $${values.push(w.createdAfter)}::timestamptz`);
+  if (!w) return where;
+  const j = alias;
+  if (w.task !== null) where.push(`${j}.task = $${values.push(w.task)}`);
+  if (w.statuses !== null) where.push(`${j}.status = ANY ($${values.push(w.statuses)}::text[])`);
+  if (w.errorContains !== null) where.push(`strpos(${j}.last_error, $${values.push(w.errorContains)}) > 0`);
+  if (w.createdBefore !== null) where.push(`${j}.created_at < $${values.push(w.createdBefore)}::timestamptz`);
+  if (w.createdAfter !== null) where.push(`${j}.created_at >= $${values.push(w.createdAfter)}::timestamptz`);
   if (w.key !== null) {
     const n = values.push(w.key);
-    where.push(`(j.flow_key = $${n} OR j.rate_key = $${n})`);
+    where.push(`(${j}.flow_key = $${n} OR ${j}.rate_key = $${n})`);
   }
   return where;
 }
+const whereSql = bulkWhereSql;
+/** ` AND c1 AND c2…` for appending the filter to a WHERE clause, or '' for none. */
+const andAll = (conditions: readonly string[]) => conditions.map((c) => ` AND ${c}`).join('');
 
 /**
  * The next chunk of matching jobs: ids above `afterId` up to `maxId` (the largest id when the
@@ -82,17 +98,22 @@ export function countJobs(p: { where: BulkWhereRow; action: BulkAction; fromStep
   );
 }
 
-/** DEAD or CANCELLED → QUEUED for these jobs, as retryJob does each. One row: `changed`. */
-export function retryJobs(p: { now: Clock; ids: readonly string[] }): Statement {
+/**
+ * DEAD or CANCELLED → QUEUED for these jobs that still match `where` (re-checked on the rows as
+ * they are now), as retryJob does each. One row: `changed`.
+ */
+export function retryJobs(p: { now: Clock; ids: readonly string[]; where?: BulkWhereRow | null }): Statement {
+  const values: unknown[] = [clock(p.now), p.ids];
+  const filter = andAll(whereSql(p.where, values));
   return statement(
     `WITH changed AS (
        UPDATE skiplock.job j SET ${RETRIED}
-        WHERE j.id = ANY ($2::bigint[]) AND j.status IN ('DEAD', 'CANCELLED')
+        WHERE j.id = ANY ($2::bigint[]) AND j.status IN ('DEAD', 'CANCELLED')${filter}
        RETURNING j.id, j.parent_id, j.parent_step
      ),
      ${reopenParentStepCtes('changed')}
      SELECT count(*)::int AS changed FROM changed`,
-    [clock(p.now), p.ids],
+    values,
   );
 }
 
@@ -102,14 +123,19 @@ export function retryJobs(p: { now: Clock; ids: readonly string[] }): Statement 
  * row is updated once, so a job of the chunk that descends from another of the chunk is cancelled
  * as a descendant, and the fan-in reaches only parents outside the chunk and its trees. Sent
  * behind lockJobs of the same ids (the cascade then sees every child a running invoke commits).
+ * Only the jobs that still match `where` (re-checked on the rows as they are now) are cancelled
+ * themselves; a job whose parent in the chunk no longer matches is not taken as its descendant.
  * One row: `changed` (the chunk's jobs cancelled or asked to stop, descendants not counted).
  */
-export function cancelJobs(p: { now: Clock; ids: readonly string[] }): Statement {
+export function cancelJobs(p: { now: Clock; ids: readonly string[]; where?: BulkWhereRow | null }): Statement {
+  const values: unknown[] = [clock(p.now), p.ids];
+  const filter = andAll(whereSql(p.where, values));
+  const parentFilter = andAll(whereSql(p.where, values, 'a'));
   return statement(
     `WITH RECURSIVE changed AS (
        UPDATE skiplock.job j SET ${CANCEL_SET}
-        WHERE j.id = ANY ($2::bigint[]) AND (j.status IN ('QUEUED', 'WAITING') OR (j.status = 'RUNNING' AND NOT j.cancel_requested))
-          AND NOT EXISTS (SELECT 1 FROM skiplock.job a WHERE a.id = j.parent_id AND a.id = ANY ($2::bigint[]) AND a.status IN ('QUEUED', 'WAITING', 'RUNNING'))
+        WHERE j.id = ANY ($2::bigint[]) AND (j.status IN ('QUEUED', 'WAITING') OR (j.status = 'RUNNING' AND NOT j.cancel_requested))${filter}
+          AND NOT EXISTS (SELECT 1 FROM skiplock.job a WHERE a.id = j.parent_id AND a.id = ANY ($2::bigint[]) AND a.status IN ('QUEUED', 'WAITING', 'RUNNING')${parentFilter})
        RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
      ),
      ${descendantsCtes({
@@ -121,15 +147,20 @@ export function cancelJobs(p: { now: Clock; ids: readonly string[] }): Statement
      fan_source AS (SELECT * FROM changed c WHERE c.parent_id IS NULL OR c.parent_id NOT IN (SELECT id FROM tree))
      , ${fanInCtes('fan_source')}
      SELECT (SELECT count(*)::int FROM changed) + (SELECT count(*)::int FROM descendants d WHERE d.id = ANY ($2::bigint[])) AS changed`,
-    [clock(p.now), p.ids],
+    values,
   );
 }
 
-/** Deletes these jobs if finished (DONE, DEAD, CANCELLED); their steps go with them. One row: `changed`. */
-export function deleteJobs(p: { ids: readonly string[] }): Statement {
+/**
+ * Deletes these jobs if finished (DONE, DEAD, CANCELLED) and still matching `where` (re-checked
+ * on the rows as they are now); their steps go with them. One row: `changed`.
+ */
+export function deleteJobs(p: { ids: readonly string[]; where?: BulkWhereRow | null }): Statement {
+  const values: unknown[] = [p.ids];
+  const filter = andAll(whereSql(p.where, values));
   return statement(
-    `WITH gone AS (DELETE FROM skiplock.job j WHERE j.id = ANY ($1::bigint[]) AND j.status IN ('DONE', 'DEAD', 'CANCELLED') RETURNING 1)
+    `WITH gone AS (DELETE FROM skiplock.job j WHERE j.id = ANY ($1::bigint[]) AND j.status IN ('DONE', 'DEAD', 'CANCELLED')${filter} RETURNING 1)
      SELECT count(*)::int AS changed FROM gone`,
-    [p.ids],
+    values,
   );
 }

@@ -5,13 +5,15 @@
  * restart, or one chunk of a bulk restart: src/store/bulk.ts), sent behind the jobs' row locks
  * (lockJobs) like a cancel, since it cancels the children of forgotten invokes.
  */
+import { RESTARTABLE_STATUSES } from '../core/state.ts';
 import { clock, type Clock } from './clock.ts';
 import { RETRIED, descendantsCtes } from './admin.ts';
+import { bulkWhereSql, type BulkWhereRow } from './bulk.ts';
 import { statement, type Statement } from './sql.ts';
 import { reopenParentStepCtes } from './steps.ts';
 
-/** The states a restart applies to; RUNNING is refused (409), DONE too. */
-export const RESTARTABLE = `('DEAD', 'CANCELLED', 'QUEUED', 'WAITING')`;
+/** The states a restart applies to, as SQL: RESTARTABLE_STATUSES (src/core/state.ts); the rest is refused (409). */
+export const RESTARTABLE = `(${RESTARTABLE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
 
 /**
  * Restarts the jobs `ids` ($2) from the step `fromStep` ($3: a stored step id; null forgets every
@@ -23,10 +25,15 @@ export const RESTARTABLE = `('DEAD', 'CANCELLED', 'QUEUED', 'WAITING')`;
  *     and their descendants, are cancelled (RUNNING ones asked to stop) — except jobs restarted
  *     by this same statement;
  *   - a restarted child of a WAITING parent is waited for again, as after a retry.
+ * `where` (a bulk restart's filter) is applied again to each row as it is when the UPDATE changes
+ * it: a job that no longer matches is left alone and loses no step (the steps are deleted only
+ * for the jobs this UPDATE changed, in this same statement).
  * `answer: 'rows'` (one job): the job's row with `applied` and `step_found`, or nothing when
  * there is no such job. `answer: 'count'`: one row, `changed`.
  */
-export function restartJobs(p: { now: Clock; ids: readonly string[]; fromStep: string | null; answer: 'rows' | 'count' }): Statement {
+export function restartJobs(p: { now: Clock; ids: readonly string[]; fromStep: string | null; answer: 'rows' | 'count'; where?: BulkWhereRow | null }): Statement {
+  const values: unknown[] = [clock(p.now), p.ids, p.fromStep];
+  const filter = bulkWhereSql(p.where, values).map((c) => ` AND ${c}`).join('');
   const body = `WITH RECURSIVE target AS MATERIALIZED (
        SELECT j.id, CASE WHEN $3::text IS NULL THEN 0
                          ELSE (SELECT s.seq FROM skiplock.job_step s WHERE s.job_id = j.id AND s.id = $3::text) END AS from_seq
@@ -41,7 +48,7 @@ export function restartJobs(p: { now: Clock; ids: readonly string[]; fromStep: s
      changed AS (
        UPDATE skiplock.job j SET ${RETRIED}, step_count = k.steps, pending_children = k.waiting
          FROM kept k JOIN target t ON t.id = k.id
-        WHERE j.id = k.id AND j.status IN ${RESTARTABLE}
+        WHERE j.id = k.id AND j.status IN ${RESTARTABLE}${filter}
        RETURNING j.*, t.from_seq
      ),
      forgotten AS (
@@ -56,7 +63,6 @@ export function restartJobs(p: { now: Clock; ids: readonly string[]; fromStep: s
        skip: `SELECT id FROM changed`,
      })},
      ${reopenParentStepCtes('changed', { keptOnly: true })}`;
-  const values = [clock(p.now), p.ids, p.fromStep];
   if (p.answer === 'count') return statement(`${body}\n     SELECT count(*)::int AS changed FROM changed`, values);
   return statement(
     `${body}

@@ -74,6 +74,16 @@ describe('jobs', () => {
     expect(await client.retryJob(job.id)).toMatchObject({ id: job.id, status: 'QUEUED' });
   });
 
+  test('restartJob: a second one of the same job is a conflict (409); bulk: a dry run has changed 0 and wouldChange', async () => {
+    const job = await client.enqueue({ task: 'echo', payload: { message: 'restart me' }, delayMs: 60_000 });
+    await client.cancelJob(job.id);
+    expect(await client.restartJob(job.id)).toMatchObject({ id: job.id, status: 'QUEUED', attempts: 0 });
+    expect(await rejection(client.restartJob(job.id))).toMatchObject({ status: 409, code: 'conflict' });
+    const dry = await client.bulk({ action: 'cancel', where: { task: 'echo', status: 'queued' }, dryRun: true });
+    expect(dry).toEqual({ matched: expect.any(Number), changed: 0, wouldChange: dry.matched });
+    expect(dry.matched).toBeGreaterThanOrEqual(1);
+  });
+
   test('tick runs due jobs; stats counts them; retryDead queues DEAD jobs again', async () => {
     const poisoned = await client.enqueue({ task: 'poison', payload: {} });
     const result = await client.tick();

@@ -46,13 +46,19 @@ test('retry all matching: the confirmation shows the count, the action changes t
   expect(row!.n).toBe(3);
 });
 
-test('restart from a step on the job page', async () => {
+test('restart from a step on the job page: for a DEAD or CANCELLED job; the same form sent twice restarts once', async () => {
   const job = await t.skiplock.enqueue({ task: 'stepped', payload: {} });
   await t.skiplock.tick({ untilIdle: true });
+  // Sleeping (live): no form.
+  expect(await (await getPage(t, `/jobs/${job.id}`, cookie)).text()).not.toContain('Restart from a step');
+  await t.skiplock.cancelJob(job.id);
   const page = await (await getPage(t, `/jobs/${job.id}`, cookie)).text();
   expect(page).toContain('Restart from a step');
   const csrf = await csrfOf(t, cookie, `/jobs/${job.id}`);
   const res = await postForm(t, `/jobs/${job.id}/restart`, { csrf, from_step: 'wait' }, { cookie });
   expect(res.headers.get('location')).toContain('notice=restarted');
+  expect(await t.skiplock.getJob(job.id)).toMatchObject({ status: 'QUEUED', stepCount: 1 });
+  const twice = await postForm(t, `/jobs/${job.id}/restart`, { csrf, from_step: 'wait' }, { cookie });
+  expect(twice.headers.get('location')).toContain('notice=conflict');
   expect(await t.skiplock.getJob(job.id)).toMatchObject({ status: 'QUEUED', stepCount: 1 });
 });

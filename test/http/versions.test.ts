@@ -7,14 +7,18 @@ let t: TestApp;
 beforeAll(async () => (t = await createTestApp()));
 afterAll(() => t.close());
 
-test('restart: 200 with the job, 404 for no such job or step, 409 once DONE, 400 for a bad body', async () => {
+test('restart: 200 with the job, 404 for no such job or step, 409 for the same request again (the job live) or once DONE, 400 for a bad body', async () => {
   const job = await t.skiplock.enqueue({ task: 'poison', payload: {} });
   await t.skiplock.tick({ untilIdle: true });
   expect((await t.skiplock.getJob(job.id))!.status).toBe('DEAD');
+  expect((await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: { fromStep: 'nope' } })).status).toBe(404);
   const ok = await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: {} });
   expect(ok.status).toBe(200);
   expect(((await ok.json()) as { job: unknown }).job).toMatchObject({ id: job.id, status: 'QUEUED', attempts: 0 });
-  expect((await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: { fromStep: 'nope' } })).status).toBe(404);
+  // The same request again (a client retrying): the job is live again, so 409 and nothing re-run.
+  const again = await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: {} });
+  expect(again.status).toBe(409);
+  expect(((await again.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'conflict', message: expect.stringMatching(/is QUEUED: only a DEAD or CANCELLED job can be restarted/) });
   expect((await t.call('POST', `/v1/jobs/424242/restart`, { body: {} })).status).toBe(404);
   expect((await t.call('POST', `/v1/jobs/${job.id}/restart`, { body: { fromStep: 7 } })).status).toBe(400);
   const echo = await t.skiplock.enqueue({ task: 'echo', payload: { message: 'x' } });
@@ -31,7 +35,9 @@ test('bulk: counts what matched and changed; bad input 400 with nothing written'
   }
   expect(await t.countJobs()).toBe(before);
   const dry = await t.call('POST', '/v1/jobs/bulk', { body: { action: 'delete', where: { status: ['done', 'dead', 'queued'] }, dryRun: true } });
-  expect(await dry.json()).toEqual({ matched: before, changed: expect.any(Number) });
+  // A dry run changes nothing and says so: changed 0, what it would change as wouldChange.
+  expect(await dry.json()).toEqual({ matched: before, changed: 0, wouldChange: expect.any(Number) });
+  expect(await t.countJobs()).toBe(before);
   const res = await t.call('POST', '/v1/jobs/bulk', { body: { action: 'cancel', where: { task: 'poison' } } });
   expect(res.status).toBe(200);
   expect(await res.json()).toEqual({ matched: 1, changed: 1 });
@@ -41,7 +47,7 @@ test('both routes are in the OpenAPI document', async () => {
   const doc = (await (await t.call('GET', '/openapi.json', { token: null })).json()) as any;
   expect(doc.paths['/v1/jobs/{id}/restart'].post).toBeDefined();
   expect(doc.paths['/v1/jobs/bulk'].post.requestBody).toBeDefined();
-  expect(doc.components.schemas.BulkResult).toBeDefined();
+  expect(doc.components.schemas.BulkResult).toMatchObject({ required: ['matched', 'changed'], properties: { wouldChange: { type: 'integer' } } });
 });
 
 test('jobs nothing here can run: listed by GET /v1/stats, a /metrics gauge', async () => {

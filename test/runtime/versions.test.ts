@@ -185,22 +185,25 @@ describe('restartJob', () => {
     expect(ran).toEqual(['v1:reserve', 'v2-broken:fraud-check', 'v2-broken:ship']);
   });
 
-  test('404 for an unknown job or step, 409 while RUNNING or once DONE, a bad fromStep refused; nothing written', async () => {
+  test('404 for an unknown job or step, 409 while live (asleep, RUNNING) or once DONE, a bad fromStep refused; nothing written', async () => {
     const s = deploy('v1');
     const job = await s.enqueue({ task: 'order', payload: {} });
     await s.tick({ untilIdle: true });
+    // Asleep (QUEUED): live, so a conflict, before its step is even looked for.
+    await expect(s.restartJob(job.id, { fromStep: 'fraud-check' })).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/is QUEUED: only a DEAD or CANCELLED job can be restarted/) });
+    await s.cancelJob(job.id);
     await expect(s.restartJob('999999', { fromStep: 'wait' })).rejects.toMatchObject({ code: 'not_found' });
     await expect(s.restartJob('nope', { fromStep: 'wait' })).rejects.toMatchObject({ code: 'not_found' });
     // Neither recorded nor reached by the current code (v1 has no fraud-check).
     await expect(s.restartJob(job.id, { fromStep: 'fraud-check' })).rejects.toMatchObject({ code: 'not_found', message: expect.stringMatching(new RegExp(`^job ${job.id} has no step "fraud-check", and the current code of order does not reach`)) });
     expect(await steps(job.id)).toEqual(['step:reserve:done', 'sleep:wait:sleeping']);
     await expect(s.restartJob(job.id, { fromStep: '' })).rejects.toMatchObject({ code: 'invalid_request' });
-    await db.sql.query(statement(`UPDATE skiplock.job SET status = 'RUNNING', attempts = 1, locked_by = 'w', locked_until = now() WHERE id = $1`, [job.id]));
+    await db.sql.query(statement(`UPDATE skiplock.job SET status = 'RUNNING', finished_at = NULL, attempts = 1, locked_by = 'w', locked_until = now() WHERE id = $1`, [job.id]));
     await expect(s.restartJob(job.id, { fromStep: 'wait' })).rejects.toMatchObject({ code: 'conflict' });
     expect(await steps(job.id)).toEqual(['step:reserve:done', 'sleep:wait:sleeping']);
   });
 
-  test('a WAITING parent restarted before its invokes: their children are cancelled, the parent runs again and invokes new ones', async () => {
+  test('a WAITING parent: refused while live (409); cancelled (its children with it), then restarted before its invokes: it runs again and invokes new ones', async () => {
     const child = defineTask({ name: 'child', payload: z.object({ n: z.number() }), handler: ({ n }) => n * 10 });
     const parent = defineTask({
       name: 'parent',
@@ -219,6 +222,10 @@ describe('restartJob', () => {
     expect(p.status).toBe('WAITING');
     const oldChildren = p.children.map((c) => c.id);
     expect(oldChildren).toHaveLength(2);
+    // A live job is not restarted (a restart sent twice would run its steps twice): cancel it first.
+    await expect(parentOnly.restartJob(job.id, { fromStep: 'c1' })).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/is WAITING: only a DEAD or CANCELLED job can be restarted; .*cancel it first/) });
+    expect((await parentOnly.getJob(job.id))!.status).toBe('WAITING');
+    await parentOnly.cancelJob(job.id);
     const restarted = await parentOnly.restartJob(job.id, { fromStep: 'c1' });
     expect(restarted).toMatchObject({ status: 'QUEUED', pendingChildren: 0, stepCount: 1 });
     for (const id of oldChildren) expect((await parentOnly.getJob(id))!.status).toBe('CANCELLED');

@@ -10,15 +10,15 @@
 import type { Context, Handler } from 'hono';
 import { html } from 'hono/html';
 import { SkiplockError } from '../../core/errors.ts';
+import { RESTARTABLE_STATUSES } from '../../core/state.ts';
 import { JOB_STATUSES, type JobDetail, type JobStatus } from '../../core/types.ts';
 import { plural, type Html } from './format.ts';
 import { action, withQuery, type DashboardDeps, type PageRequest, type PageResult } from './respond.ts';
 
-const RESTARTABLE: readonly JobStatus[] = ['DEAD', 'CANCELLED', 'QUEUED', 'WAITING'];
 
 /** On a job's page: restart from a step (a select of its recorded steps), for the states a restart takes. */
 export function restartForm(job: JobDetail, csrf: string): Html {
-  if (!RESTARTABLE.includes(job.status) || job.steps.length === 0) return html``;
+  if (!RESTARTABLE_STATUSES.includes(job.status) || job.steps.length === 0) return html``;
   return html`<section class="card"><h2>Restart from a step</h2>
 <p class="muted">Keeps the steps recorded before the one chosen, forgets it and the rest (children of forgotten invokes are cancelled), and queues the job with fresh attempts: the way out after a deploy changed its steps (docs/steps.md, "Changing a workflow's code").</p>
 <form class="inline" method="post" action="/jobs/${job.id}/restart">
@@ -73,7 +73,7 @@ export async function bulkConfirmPage(deps: DashboardDeps, { c, csrf }: PageRequ
   const filter = filterOf((name) => c.req.query(name));
   if (!filter) throw new SkiplockError('invalid_request', 'A bulk action needs retry or cancel, and a status or a task to filter by.');
   const { action: what, ...where } = filter;
-  const { matched, changed } = await deps.skiplock.bulk({ action: what, where, dryRun: true });
+  const { matched, wouldChange: changed = 0 } = await deps.skiplock.bulk({ action: what, where, dryRun: true });
   const described = [where.status ? `status ${where.status}` : '', where.task ? `task ${where.task}` : ''].filter(Boolean).join(', ');
   const verb = what === 'retry' ? 'Retry' : 'Cancel';
   const body = html`<h1>${verb} all matching jobs?</h1>
