@@ -94,8 +94,9 @@ export function methodsByPath(routes: readonly RouteEntry[]): (path: string) => 
 
 /**
  * The app's not-found handler: 405 with `Allow` for a path the app serves with other methods
- * (what HTTP clients and fuzzers expect), 404 for any other. `routes` is read on first use, when
- * every route is registered.
+ * (what HTTP clients and fuzzers expect), 404 for any other. `routes` is read on first use: by
+ * then every route is there, a project's own added to the app included (hono refuses new routes
+ * once it has answered a request).
  */
 export function notFoundOrNotAllowed(routes: () => readonly RouteEntry[]): NotFoundHandler {
   let allowed: ((path: string) => string[]) | undefined;

@@ -372,6 +372,14 @@ describe('methods', () => {
     expect(await res.json()).toMatchObject({ error: { code: 'not_found' } });
   });
 
+  test('a route a project adds to the app has its methods too', async () => {
+    const app = createApp({ skiplock: t.skiplock, apiToken: API_TOKEN });
+    app.get('/mine', (c) => c.text('mine'));
+    const res = await app.request('/mine', { method: 'DELETE' });
+    expect([res.status, res.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
+    expect((await app.request('/mine/x', { method: 'DELETE' })).status).toBe(404);
+  });
+
   test('without the token, a wrong method on /v1 is still 401 (nothing about the API is told to strangers)', async () => {
     expect((await t.call('DELETE', '/v1/jobs', { token: null })).status).toBe(401);
   });
