@@ -10,6 +10,8 @@ export type ErrorCode =
   | 'not_found'
   | 'conflict'
   | 'payload_too_large'
+  /** HTTP only: a known path asked with a method it does not serve (405, with `Allow`). */
+  | 'method_not_allowed'
   /** A secret the deployment needs (API_TOKEN, …) is missing or too short: fix the configuration. */
   | 'not_configured'
   /** The database lacks skiplock's tables, or has an older schema: run `npx skiplock migrate`. */

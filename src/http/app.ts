@@ -16,7 +16,7 @@ import { TICK_DEFAULTS, type TickOptions } from '../runtime/tick.ts';
 import type { App, RouteDeps } from './app-types.ts';
 import { requireBearer } from './auth.ts';
 import { registerDashboardRoutes } from './dashboard/index.ts';
-import { errorResponse, onError, onNotFound } from './errors.ts';
+import { errorResponse, notFoundOrNotAllowed, onError } from './errors.ts';
 import { requireSchema } from './schema-gate.ts';
 import { checkSecrets, type SecretPlatform } from './secrets.ts';
 import { registerDocsRoutes } from './routes/docs.ts';
@@ -140,7 +140,8 @@ export function createApp(options: AppOptions): App {
     },
   });
   app.onError(onError);
-  app.notFound(onNotFound);
+  // A known path with another method: 405 with Allow; an unknown path: 404.
+  app.notFound(notFoundOrNotAllowed(() => app.routes));
   app.use('*', async (c, next) => {
     arrivals.set(c.req.raw, performance.now());
     await next();

@@ -17,6 +17,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, ContentfulStatusCode>> = {
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
+  method_not_allowed: 405,
   not_configured: 503,
   not_migrated: 503,
 };
@@ -58,3 +59,51 @@ export const onError: ErrorHandler = (error, c) => {
 
 export const onNotFound: NotFoundHandler = (c) =>
   errorResponse(c, new SkiplockError('not_found', `no route ${c.req.method} ${c.req.path}`));
+
+/** A route as hono lists it (`app.routes`): middleware is method ALL. */
+interface RouteEntry {
+  method: string;
+  path: string;
+}
+
+/**
+ * The methods each path serves, from the app's routes: hono's `:param` segments match any one
+ * segment, the rest literally. HEAD goes with GET (hono answers it with GET's headers).
+ */
+export function methodsByPath(routes: readonly RouteEntry[]): (path: string) => string[] {
+  const patterns = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+  for (const { method, path } of routes) {
+    if (method === 'ALL' || path.includes('*')) continue;
+    let entry = patterns.get(path);
+    if (!entry) {
+      const source = path
+        .split('/')
+        .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('/');
+      patterns.set(path, (entry = { pattern: new RegExp(`^${source}$`), methods: new Set() }));
+    }
+    entry.methods.add(method.toUpperCase());
+    if (method.toUpperCase() === 'GET') entry.methods.add('HEAD');
+  }
+  return (path) => {
+    const methods = new Set<string>();
+    for (const entry of patterns.values()) if (entry.pattern.test(path)) for (const m of entry.methods) methods.add(m);
+    return [...methods].sort();
+  };
+}
+
+/**
+ * The app's not-found handler: 405 with `Allow` for a path the app serves with other methods
+ * (what HTTP clients and fuzzers expect), 404 for any other. `routes` is read on first use: by
+ * then every route is there, a project's own added to the app included (hono refuses new routes
+ * once it has answered a request).
+ */
+export function notFoundOrNotAllowed(routes: () => readonly RouteEntry[]): NotFoundHandler {
+  let allowed: ((path: string) => string[]) | undefined;
+  return (c) => {
+    const methods = (allowed ??= methodsByPath(routes()))(c.req.path);
+    if (methods.length === 0) return onNotFound(c);
+    const allow = methods.join(', ');
+    return c.json(errorBody('method_not_allowed', `${c.req.method} is not served on ${c.req.path}; allowed: ${allow}`), 405, { Allow: allow });
+  };
+}

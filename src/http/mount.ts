@@ -8,6 +8,13 @@
 import { Hono, type Context } from 'hono';
 import type { App } from './app-types.ts';
 
+/**
+ * The prefix a forwarded request was mounted under, for what the app writes about itself that is
+ * not HTML nor a redirect (the `servers` of /openapi.json). Kept beside the request, not in a
+ * header, so that no caller can set it.
+ */
+export const mountedBasePath = new WeakMap<Request, string>();
+
 /** What a platform hands to a fetch handler besides the request. */
 type FetchArgs = [env?: unknown, executionCtx?: unknown];
 
@@ -70,6 +77,7 @@ async function forward(app: App, request: Request, url: URL, prefix: string, arg
   inner.pathname = url.pathname.slice(prefix.length) || '/';
   // The same request at the inner URL, its body still a stream: the app authenticates before it reads any.
   const forwarded = new Request(inner, request);
+  mountedBasePath.set(forwarded, prefix);
   return withPrefix(await app.fetch(forwarded, ...(args as [never, never])), prefix);
 }
 

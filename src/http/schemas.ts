@@ -25,6 +25,22 @@ extendZodWithOpenApi({ ZodType: z.ZodType } as unknown as typeof z);
 
 export const MAX_BATCH = 1000;
 
+/**
+ * isTraceparent (src/runtime/tracing.ts) as a pattern, for the document: version, trace id, parent
+ * id, flags in lowercase hex; version ff and all-zero ids are invalid.
+ */
+export const TRACEPARENT_PATTERN = '^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$';
+
+/** A schedule's name (SCHEDULE_NAME) as a pattern, for the document. */
+export const SCHEDULE_NAME_PATTERN = SCHEDULE_NAME.source;
+
+/**
+ * A JSON value the server always sends (a job's payload, result, progress, a step's output, …):
+ * any JSON, null included. Refusing `undefined` makes it required in the document: a bare
+ * z.unknown() would be optional there, and generated clients would type it so.
+ */
+const anyJson = () => z.unknown().refine((value): boolean => value !== undefined); // `: boolean`: not a type guard, its type stays unknown
+
 /** Text that PostgreSQL can store (used for values that reach SQL as text). */
 export const storableText = z.string().superRefine((text, ctx) => {
   const problem = unstorableText(text);
@@ -38,13 +54,18 @@ export const storableText = z.string().superRefine((text, ctx) => {
  * @hono/zod-openapi extended zod, and the library's schemas may well be built before.
  */
 export const EnqueueInput = enqueueInputSchema.clone().openapi('EnqueueInput', {
-  description: 'One job. `payload` is checked against the task’s own schema.',
+  description: 'One job. `payload` is checked against the task’s own schema. `runAt` or `delayMs`, not both; `debounce` with neither of them nor `idempotencyKey`.',
   example: { task: 'echo', payload: { message: 'hello' } },
+  // What the schema's refinements check, for tools that read the document (zod's refine is not in it).
+  not: { anyOf: [{ required: ['runAt', 'delayMs'] }, { required: ['debounce', 'runAt'] }, { required: ['debounce', 'delayMs'] }, { required: ['debounce', 'idempotencyKey'] }] },
+  allOf: [{ properties: { traceparent: { type: 'string', pattern: TRACEPARENT_PATTERN } } }],
 });
 
 export const RescheduleInput = rescheduleInputSchema.clone().openapi('RescheduleInput', {
-  description: 'At least one field. `payload` is checked against the job’s task; `delayMs: 0` runs it now.',
+  description: 'At least one field; `runAt` or `delayMs`, not both. `payload` is checked against the job’s task; `delayMs: 0` runs it now.',
   example: { delayMs: 0 },
+  minProperties: 1,
+  not: { required: ['runAt', 'delayMs'] },
 });
 
 export const TaskNameParam = z.object({
@@ -128,8 +149,11 @@ export const ListSchedulesQuery = z.strictObject({
 });
 
 export const ScheduleInput = scheduleInputSchema.clone().openapi('ScheduleInput', {
-  description: 'Give exactly one of cron, every, daily. The payload is checked against the task’s schema.',
+  description: 'Give exactly one of cron, every, daily (`tz` does not apply to every). The payload is checked against the task’s schema.',
   example: { cron: '0 3 * * *', tz: 'Europe/Oslo', task: 'echo', payload: { message: 'nightly' } },
+  // Checked when the timing is parsed (parseTiming), not by the zod schema: stated here for tools.
+  oneOf: [{ required: ['cron'] }, { required: ['every'] }, { required: ['daily'] }],
+  not: { required: ['every', 'tz'] },
 });
 
 // ---- responses
@@ -146,7 +170,7 @@ export const AttemptRecord = z
     outcome: z.enum(ATTEMPT_OUTCOMES as [string, ...string[]]).openapi({ description: 'lease-lost: its worker stopped renewing the lease and the reaper took the job back' }),
     error: nullableText.openapi({ description: 'One line, its stack cut off' }),
     worker: nullableText,
-    progress: z.unknown().openapi({ description: 'The last ctx.progress of this attempt' }),
+    progress: anyJson().openapi({ description: 'The last ctx.progress of this attempt; null when none' }),
     traceparent: nullableText.openapi({ description: 'This attempt’s span (W3C traceparent); null without OpenTelemetry' }),
   })
   .openapi('AttemptRecord');
@@ -155,7 +179,7 @@ export const Job = z
   .object({
     id: z.string(),
     task: z.string(),
-    payload: z.unknown(),
+    payload: anyJson(),
     status: z.enum(JOB_STATUSES),
     priority: z.number().int(),
     runAt: instant,
@@ -165,7 +189,7 @@ export const Job = z
     lockedBy: nullableText,
     lockedUntil: instant.nullable(),
     lastError: nullableText,
-    result: z.unknown(),
+    result: anyJson().openapi({ description: 'What the handler returned (DONE); null when nothing' }),
     idempotencyKey: nullableText,
     scheduleName: nullableText,
     scheduledFor: instant.nullable(),
@@ -174,7 +198,7 @@ export const Job = z
     finishedAt: instant.nullable(),
     startedAt: instant.nullable().openapi({ description: 'When the current (or last) attempt was claimed' }),
     history: z.array(AttemptRecord).openapi({ description: 'The last 20 attempts, oldest first' }),
-    progress: z.unknown().openapi({ description: 'What the handler last reported with ctx.progress (reset when an attempt starts); null when nothing' }),
+    progress: anyJson().openapi({ description: 'What the handler last reported with ctx.progress (reset when an attempt starts); null when nothing' }),
     traceparent: nullableText.openapi({ description: 'The W3C traceparent stored at enqueue; each attempt’s span descends from it' }),
     parentId: nullableText.openapi({ description: 'The job whose ctx.invoke enqueued this one; null otherwise' }),
     parentStep: nullableText.openapi({ description: 'The parent’s invoke step id; null without a parent' }),
@@ -189,7 +213,7 @@ export const JobStep = z
     seq: z.number().int().openapi({ description: 'The order the handler reached it in, from 0' }),
     kind: z.enum(STEP_KINDS),
     status: z.enum(STEP_STATUSES).openapi({ description: 'step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed; event, callback: waiting | done' }),
-    output: z.unknown().openapi({ description: 'A step’s stored JSON result, or an invoked child’s result' }),
+    output: anyJson().openapi({ description: 'A step’s stored JSON result, or an invoked child’s result' }),
     error: nullableText.openapi({ description: 'Why the step’s last run threw, or why the child ended DEAD or CANCELLED' }),
     attempts: z.number().int().openapi({ description: 'Runs of the step’s fn' }),
     startedAt: instant.nullable(),
@@ -258,7 +282,7 @@ export const Schedule = z
     daily: z.array(z.string()).nullable(),
     tz: z.string(),
     task: z.string(),
-    payload: z.unknown(),
+    payload: anyJson(),
     enabled: z.boolean(),
     catchUp: z.enum(['all', 'latest', 'none']),
     overlap: z.enum(['allow', 'skip']),
@@ -268,7 +292,7 @@ export const Schedule = z
     lastScheduledFor: instant.nullable(),
     lastJobId: nullableText,
     lastStatus: z.enum(JOB_STATUSES).nullable(),
-    state: z.unknown(),
+    state: anyJson().openapi({ description: 'The recurring state its runs read (ctx.state) and replace (ctx.setState); null until one sets it' }),
   })
   .openapi('Schedule');
 
@@ -320,6 +344,7 @@ export const ErrorBody = z
         'not_found',
         'conflict',
         'payload_too_large',
+        'method_not_allowed',
         'not_configured',
         'not_migrated',
         'internal',
@@ -374,7 +399,7 @@ export const EventRecord = z
     id: z.string(),
     name: z.string(),
     key: z.string().nullable(),
-    data: z.unknown(),
+    data: anyJson().openapi({ description: 'null when sent without data' }),
     idempotencyKey: z.string().nullable(),
     createdAt: instant,
     woken: z.number().int(),

@@ -116,7 +116,7 @@ describe('OpenAPI document and docs page', () => {
     const res = await t.call('GET', '/openapi.json', { token: null });
     expect(res.status).toBe(200);
     const doc = (await res.json()) as any;
-    expect(doc.openapi).toBe('3.0.0');
+    expect(doc.openapi).toBe('3.1.0');
     const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item as object).map((m) => `${m.toUpperCase()} ${path}`));
     expect(operations).toEqual(
       expect.arrayContaining([
@@ -180,16 +180,26 @@ describe('limits and unknown routes', () => {
   // GET / is the dashboard now (test/http/dashboard.test.ts).
   test.each([
     ['GET', '/nope'],
-    ['DELETE', '/'],
     ['GET', '/v1/nope'],
-    ['DELETE', '/v1/jobs'],
-    ['PUT', '/v1/jobs/1'],
-    ['GET', '/v1/jobs/1/cancel'],
-    ['POST', '/healthz'],
+    ['POST', '/v1/jobs/1/nope'],
   ])('%s %s → 404 in the error format', async (method, path) => {
     const res = await t.call(method, path);
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ error: { code: 'not_found', message: expect.any(String) } });
+  });
+
+  // A known path with another method: 405 with Allow (test/http/openapi.test.ts has more).
+  test.each([
+    ['DELETE', '/', 'GET, HEAD'],
+    ['DELETE', '/v1/jobs', 'GET, HEAD, POST'],
+    ['PUT', '/v1/jobs/1', 'GET, HEAD, PATCH'],
+    ['GET', '/v1/jobs/1/cancel', 'POST'],
+    ['POST', '/healthz', 'GET, HEAD'],
+  ])('%s %s → 405 method_not_allowed with Allow: %s', async (method, path, allow) => {
+    const res = await t.call(method, path);
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe(allow);
+    expect(await res.json()).toMatchObject({ error: { code: 'method_not_allowed', message: expect.any(String) } });
   });
 
   test('createApp refuses an empty API token', () => {

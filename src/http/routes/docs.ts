@@ -1,13 +1,19 @@
 /**
- * GET /openapi.json and GET /docs. The document is generated from the routes' zod schemas; the
- * docs page is plain HTML rendered from it on the server (no CDN, no script), so it works offline.
+ * GET /openapi.json and GET /docs. The document (OpenAPI 3.1, its schemas JSON Schema 2020-12) is
+ * generated from the routes' zod schemas; the docs page is plain HTML rendered from it on the
+ * server (no CDN, no script), so it works offline.
+ *
+ * 3.1 rather than 3.0: a JSON value of any kind (a job's payload, result, progress) is `{}` there,
+ * and a nullable field `type: [..., 'null']`. 3.0 can only say `nullable: true`, which needs a
+ * `type` beside it: Ajv and the validators and generators built on it refuse the document without.
  */
 import type { App } from '../app-types.ts';
+import { mountedBasePath } from '../mount.ts';
 
-type OpenApiDocument = ReturnType<App['getOpenAPIDocument']>;
+type OpenApiDocument = ReturnType<App['getOpenAPI31Document']>;
 
 const DOCUMENT_CONFIG = {
-  openapi: '3.0.0',
+  openapi: '3.1.0',
   info: {
     title: 'skiplock',
     version: '0.1.0',
@@ -26,12 +32,27 @@ export function registerDocsRoutes(app: App): void {
     scheme: 'bearer',
     description: 'CRON_SECRET (the tick route only)',
   });
-  let document: OpenApiDocument | undefined;
-  // Routes never change after createApp, so the document is built once, on first use.
-  const getDocument = () => (document ??= app.getOpenAPIDocument(DOCUMENT_CONFIG));
-  app.get('/openapi.json', (c) => c.json(getDocument()));
-  app.get('/docs', (c) => c.html(renderDocs(getDocument())));
+  // Routes never change after createApp, so the document is built once per mount prefix, on first use.
+  const documents = new Map<string, OpenApiDocument>();
+  const getDocument = (request: Request) => {
+    const basePath = mountedBasePath.get(request) ?? '';
+    let document = documents.get(basePath);
+    if (!document) documents.set(basePath, (document = app.getOpenAPI31Document({ ...DOCUMENT_CONFIG, servers: [server(basePath)] })));
+    return document;
+  };
+  app.get('/openapi.json', (c) => c.json(getDocument(c.req.raw)));
+  app.get('/docs', (c) => c.html(renderDocs(getDocument(c.req.raw))));
 }
+
+/**
+ * This deployment, as a URL relative to the document's own (OpenAPI allows it): the host and scheme
+ * are those the document was fetched from, which a proxy in front may change; the path is the
+ * prefix the app is mounted under (mount, asSubApp), '/' without one.
+ */
+const server = (basePath: string) => ({
+  url: basePath || '/',
+  description: 'This deployment: the host the document was fetched from' + (basePath ? `, under ${basePath}` : ''),
+});
 
 const escapeHtml = (text: string) =>
   text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
@@ -45,7 +66,7 @@ function renderDocs(doc: OpenApiDocument): string {
     return ref ? (doc.components?.schemas?.[ref.replace('#/components/schemas/', '')] ?? schema) : schema;
   };
   const operations = Object.entries(doc.paths ?? {}).flatMap(([path, item]) =>
-    (['get', 'put', 'post', 'delete'] as const).flatMap((method) => {
+    (['get', 'put', 'post', 'patch', 'delete'] as const).flatMap((method) => {
       const op = item[method];
       if (!op) return [];
       const body = (op.requestBody as { content?: Record<string, { schema?: unknown }> } | undefined)?.content?.['application/json']?.schema;

@@ -20,6 +20,7 @@ import {
 
 const sendRoute = createRoute({
   method: 'post',
+  operationId: 'sendEvent',
   path: '/v1/events',
   summary: 'Send an event',
   description:
@@ -37,6 +38,7 @@ const sendRoute = createRoute({
 
 const listRoute = createRoute({
   method: 'get',
+  operationId: 'listEvents',
   path: '/v1/events',
   summary: 'Stored events, newest first, one page at a time',
   description: 'Kept for the retention window (default 7 days).',
@@ -48,11 +50,13 @@ const listRoute = createRoute({
 
 const callbackRoute = createRoute({
   method: 'post',
+  operationId: 'completeCallback',
   path: '/v1/callbacks/{token}',
   summary: 'Complete a callback (ctx.createCallback)',
   description:
     'No bearer token: the URL’s HMAC-signed token is the credential. The JSON body becomes the `data` of the waiting ctx.waitForCallback, and its job is due at once. A callback completes once: a wrong token is 404, a used (or timed-out) one 409, and neither writes anything.',
   tags: ['events'],
+  security: [],
   middleware: [jsonBody] as const,
   request: { params: CallbackTokenParam, body: { required: true, content: { 'application/json': { schema: CallbackBody } } } },
   responses: { 200: jsonContent(CallbackResult, 'Completed'), ...errorResponses(400, 404, 409, 413) },

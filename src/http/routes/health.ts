@@ -15,14 +15,15 @@ export const HEALTH_TIMEOUT_MS = 5_000;
 
 const healthRoute = createRoute({
   method: 'get',
+  operationId: 'health',
   path: '/healthz',
   summary: 'Liveness (no auth, no database); ?deep=1 with the API token: the database and its schema',
   tags: ['operations'],
-  request: { query: z.object({ deep: z.enum(['0', '1', 'true', 'false']).optional() }) },
+  request: { query: z.object({ deep: z.enum(['0', '1', 'true', 'false']).optional().openapi({ description: 'Another value is 400 invalid_request' }) }) },
   responses: {
     200: jsonContent(z.union([Health, DeepHealth]), 'Alive; with ?deep=1: the database answered and has the schema this skiplock needs'),
     503: jsonContent(DeepHealth, `?deep=1: the database failed, did not answer within ${HEALTH_TIMEOUT_MS / 1000} s, or lacks migrations`),
-    ...errorResponses(401),
+    ...errorResponses(400, 401),
   },
   security: [{}, ...bearerSecurity],
 });

@@ -30,6 +30,7 @@ import {
 
 const enqueueRoute = createRoute({
   method: 'post',
+  operationId: 'enqueue',
   path: '/v1/jobs',
   summary: 'Enqueue one job (and, with ?wait=, wait for its result)',
   description: 'On a deployment that knows its longest tick (AppOptions.maxJobTimeoutMs), a job whose timeoutMs (given, or the task’s) is longer is refused with 400 invalid_request: no tick there could ever claim it.',
@@ -51,6 +52,7 @@ const enqueueRoute = createRoute({
 
 const enqueueBatchRoute = createRoute({
   method: 'post',
+  operationId: 'enqueueBatch',
   path: '/v1/jobs/batch',
   summary: 'Enqueue up to 1000 jobs, all or nothing, in one statement',
   tags: ['jobs'],
@@ -65,6 +67,7 @@ const enqueueBatchRoute = createRoute({
 
 const getJobRoute = createRoute({
   method: 'get',
+  operationId: 'getJob',
   path: '/v1/jobs/{id}',
   summary: 'One job, with its durable steps and children',
   description: 'The job, its durable steps (ctx.step, ctx.sleep, ctx.invoke) in the order its handler reached them, and the jobs it invoked (the first 1000 by id), read in one statement.',
@@ -76,6 +79,7 @@ const getJobRoute = createRoute({
 
 const listJobsRoute = createRoute({
   method: 'get',
+  operationId: 'listJobs',
   path: '/v1/jobs',
   summary: 'Jobs, newest first, one page at a time',
   description: 'A cheap list: each job without its steps and children (GET /v1/jobs/{id} has them; `stepCount` and `pendingChildren` say whether there are any).',
@@ -87,6 +91,7 @@ const listJobsRoute = createRoute({
 
 const cancelRoute = createRoute({
   method: 'post',
+  operationId: 'cancelJob',
   path: '/v1/jobs/{id}/cancel',
   summary: 'Cancel a job',
   description: 'QUEUED or WAITING → CANCELLED (200); a WAITING job’s waiting children are cancelled with it. A RUNNING job is asked to stop (202): its handler is aborted at the next heartbeat.',
@@ -102,6 +107,7 @@ const cancelRoute = createRoute({
 
 const retryRoute = createRoute({
   method: 'post',
+  operationId: 'retryJob',
   path: '/v1/jobs/{id}/retry',
   summary: 'Run a DEAD or CANCELLED job again',
   description: 'Back to QUEUED, due now, with its attempts reset to 0.',
@@ -113,6 +119,7 @@ const retryRoute = createRoute({
 
 const rescheduleRoute = createRoute({
   method: 'patch',
+  operationId: 'rescheduleJob',
   path: '/v1/jobs/{id}',
   summary: 'Reschedule a QUEUED job, or run it now',
   description: 'Changes the due time (`runAt`, or `delayMs` from now: 0 runs it now), the payload (checked against the task as at enqueue) or the priority of a QUEUED job, in one statement. 409 for a job in any other state (a tick that claimed it first wins), and for a new payload of a job with recorded steps.',
@@ -125,6 +132,7 @@ const rescheduleRoute = createRoute({
 
 const retryDeadRoute = createRoute({
   method: 'post',
+  operationId: 'retryDead',
   path: '/v1/jobs/retry-dead',
   summary: 'Run DEAD jobs again, many at once',
   description: 'After the bug that killed them is fixed: up to `limit` DEAD jobs (default and most 1000), oldest first, of one task or of all, go back to QUEUED as a retry does. Call again until `retried` is 0. CANCELLED jobs are left alone.',

@@ -9,6 +9,7 @@ import { bearerSecurity, errorResponses } from '../schemas.ts';
 
 const metricsRoute = createRoute({
   method: 'get',
+  operationId: 'metrics',
   path: '/metrics',
   summary: 'Prometheus metrics',
   description: 'Job gauges from the database (with paused tasks and debounced jobs); tick counters (claims, completions, retries, dead, stale writes, durations) of this isolate.',

@@ -5,14 +5,16 @@ import { SkiplockError } from '../../core/errors.ts';
 import { scheduleToJson } from '../../runtime/schedules.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
-import { bearerSecurity, errorResponses, jsonContent, ListSchedulesQuery, ScheduleEnvelope, ScheduleInput, ScheduleList } from '../schemas.ts';
+import { bearerSecurity, errorResponses, jsonContent, ListSchedulesQuery, SCHEDULE_NAME_PATTERN, ScheduleEnvelope, ScheduleInput, ScheduleList } from '../schemas.ts';
 
 const NameParam = z.object({
-  name: z.string().openapi({ param: { name: 'name', in: 'path' }, description: '1–200 of [A-Za-z0-9_.:-]', example: 'nightly-report' }),
+  // The pattern is the document's only: PUT refuses another name (400), GET and DELETE find none (404).
+  name: z.string().openapi({ param: { name: 'name', in: 'path' }, description: '1–200 of [A-Za-z0-9_.:-]', example: 'nightly-report', pattern: SCHEDULE_NAME_PATTERN }),
 });
 
 const listRoute = createRoute({
   method: 'get',
+  operationId: 'listSchedules',
   path: '/v1/schedules',
   summary: 'Every schedule: the static ones of this deployment and the dynamic ones, by name, one page at a time',
   tags: ['schedules'],
@@ -23,6 +25,7 @@ const listRoute = createRoute({
 
 const getRoute = createRoute({
   method: 'get',
+  operationId: 'getSchedule',
   path: '/v1/schedules/{name}',
   summary: 'One schedule: a static one of this deployment or a dynamic one',
   tags: ['schedules'],
@@ -33,6 +36,7 @@ const getRoute = createRoute({
 
 const putRoute = createRoute({
   method: 'put',
+  operationId: 'putSchedule',
   path: '/v1/schedules/{name}',
   summary: 'Create or replace a dynamic schedule',
   description: 'Checked like an enqueue (the task must exist and the payload fit it). A replaced schedule keeps its history. A static schedule (defined in code) cannot be replaced: 409.',
@@ -49,6 +53,7 @@ const putRoute = createRoute({
 
 const deleteRoute = createRoute({
   method: 'delete',
+  operationId: 'deleteSchedule',
   path: '/v1/schedules/{name}',
   summary: 'Remove a dynamic schedule (its jobs stay)',
   tags: ['schedules'],

@@ -5,6 +5,7 @@ import { bearerSecurity, errorResponses, jsonContent, Stats } from '../schemas.t
 
 const statsRoute = createRoute({
   method: 'get',
+  operationId: 'stats',
   path: '/v1/stats',
   summary: 'Job counts by status and by task, and the age of the oldest due job',
   tags: ['operations'],

@@ -6,6 +6,7 @@ import { bearerSecurity, errorResponses, jsonContent, TaskEnvelope, TaskList, Ta
 
 const listTasksRoute = createRoute({
   method: 'get',
+  operationId: 'listTasks',
   path: '/v1/tasks',
   summary: 'Tasks: counts by status, paused or active',
   description: 'Every task this deployment registers, has jobs of, or has paused.',
@@ -16,6 +17,7 @@ const listTasksRoute = createRoute({
 
 const pauseRoute = createRoute({
   method: 'post',
+  operationId: 'pauseTask',
   path: '/v1/tasks/{name}/pause',
   summary: 'Pause a task',
   description: 'No tick claims its jobs until it is resumed, and they do not keep a Durable Object alarm awake. Running jobs finish; its schedules keep firing into the queue; enqueues are accepted. Idempotent.',
@@ -27,6 +29,7 @@ const pauseRoute = createRoute({
 
 const resumeRoute = createRoute({
   method: 'post',
+  operationId: 'resumeTask',
   path: '/v1/tasks/{name}/resume',
   summary: 'Resume a paused task',
   description: 'Its due jobs are claimed again from the next tick. Idempotent.',

@@ -13,6 +13,8 @@ import { bearerSecurity, errorResponses, jsonContent, TickResult } from '../sche
 const tickRoute = (method: 'get' | 'post') =>
   createRoute({
     method,
+    // GET is what Vercel's cron sends; POST is for people and scripts.
+    operationId: method === 'post' ? 'tick' : 'tickViaGet',
     path: '/v1/tick',
     summary: 'Run one tick now',
     description: 'Fires due schedules, reaps expired leases, claims and runs due jobs. Accepts API_TOKEN or CRON_SECRET.',
@@ -26,6 +28,7 @@ const WakeAccepted = z.object({ at: z.string().openapi({ description: 'The insta
 
 const wakeRoute = createRoute({
   method: 'post',
+  operationId: 'wake',
   path: '/v1/wake',
   summary: 'Work written behind the deployment’s back may be due at `at`',
   description:

@@ -23,6 +23,9 @@ export const RestartInput = z
 export const BulkInput = bulkInputSchema.clone().openapi('BulkInput', {
   description: `\`action\` retry (DEAD, CANCELLED → QUEUED), cancel (QUEUED, WAITING → CANCELLED; RUNNING asked to stop), restart (DEAD, CANCELLED → QUEUED, from \`fromStep\` or from the top; a live job is left alone) or delete (DONE, DEAD, CANCELLED). \`where\` needs at least one of task, status (${JOB_STATUSES.join(', ')}, in any case, or an array), errorContains, createdBefore, createdAfter, key.`,
   example: { action: 'retry', where: { task: 'charge-card', status: 'DEAD', errorContains: 'ECONNRESET' } },
+  // The refinements, for tools that read the document: a filter is required, fromStep goes with restart.
+  allOf: [{ properties: { where: { type: 'object', minProperties: 1 } } }],
+  not: { required: ['fromStep'], properties: { action: { not: { const: 'restart' } } } },
 });
 
 export const BulkResult = z
@@ -35,6 +38,7 @@ export const BulkResult = z
 
 const restartRoute = createRoute({
   method: 'post',
+  operationId: 'restartJob',
   path: '/v1/jobs/{id}/restart',
   summary: 'Restart a job from one of its steps',
   description: 'For a DEAD or CANCELLED job: keeps the steps recorded before `fromStep`, forgets it and the rest, and queues the job, due now, with fresh attempts; the children of forgotten invokes are cancelled. 404 for no such job or step; 409 for a live job (QUEUED — a job already restarted is one —, WAITING or RUNNING: cancel it first) or a DONE one, so the same request sent twice restarts once.',
@@ -47,6 +51,7 @@ const restartRoute = createRoute({
 
 const bulkRoute = createRoute({
   method: 'post',
+  operationId: 'bulk',
   path: '/v1/jobs/bulk',
   summary: 'Retry, cancel, restart or delete every job a filter matches',
   description: 'In chunks of 1000 ids, each changed like a person’s single action (the state and the whole filter are checked again by the statement that changes it): a RUNNING job is asked to stop, never overwritten, a restarted job is not restarted again, and running it twice changes nothing the second time. Jobs created after the call began are left alone. `dryRun` counts and writes nothing: `changed` is 0 and `wouldChange` what it would change.',
