@@ -65,20 +65,39 @@ const waitOutcome = (wakeAt: unknown): Outcome => ({ kind: 'wait', runAt: wakeAt
 export function createEventWaits(h: WaitHelpers): EventWaits {
   /** Callback steps this run created (not yet in the claim's read). */
   const created = new Set<string>();
+  /**
+   * The event waits of this run, one after another in call order (Promise.all of several waits):
+   * each statement sees what the one before it took, so parallel waits on one name take their
+   * own events in the order they were called, as the send completes a job's first waiting step
+   * (src/store/events.ts sendEvent). `queue` is the last wait's statement.
+   */
+  let queue: Promise<unknown> = Promise.resolve();
+  /** The earliest timeout of the waits of this run left waiting (null: none of them has one). */
+  let earliest: Date | null | undefined;
 
   return {
     async waitForEvent(id, options) {
       const wait = checkWaitOptions(id, options);
       const { seq, row } = h.reach(id, 'event');
       if (row?.status === 'done') return (row.output ?? null) as { data: unknown; eventId: string } | null;
-      const [, rows] = await h.sql.batch([
-        eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
-        waitForEvent({ ...h.fence(), id, seq, isNew: row === undefined, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
-      ]);
+      const turn = queue.then(() =>
+        h.sql.batch([
+          eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
+          waitForEvent({ ...h.fence(), id, seq, isNew: row === undefined, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
+        ]),
+      );
+      queue = turn.catch(() => undefined);
+      const [, rows] = await turn;
       const answer = rows?.[0] as WaitRow | undefined;
       if (!answer || Number(answer.held) !== 1) return h.lost();
       if (answer.status === 'done') return (answer.output ?? null) as { data: unknown; eventId: string } | null;
-      return h.leave(waitOutcome(answer.wake_at));
+      // Still waiting: the run leaves once the waits called after this one are recorded too, and
+      // wakes at the earliest of their timeouts (a wait without one leaves the job WAITING).
+      const wakeAt = answer.wake_at === null || answer.wake_at === undefined ? null : toDate(answer.wake_at);
+      if (wakeAt !== null && (earliest === undefined || earliest === null || wakeAt < earliest)) earliest = wakeAt;
+      else earliest ??= null;
+      await queue;
+      return h.leave(waitOutcome(earliest));
     },
 
     async createCallback(id, options = {}) {
