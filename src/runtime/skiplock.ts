@@ -13,7 +13,7 @@ import { msUntilNextWork } from '../store/wakeup.ts';
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import { isNotMigratedText, type SchemaStatus } from '../store/schema.ts';
-import type { Sql, Statement } from '../store/sql.ts';
+import { batchDeadlockSafe, type Sql, type Statement } from '../store/sql.ts';
 import { createAdminOperations, isJobId, type AdminOperations } from './admin.ts';
 import { enqueueJobs, prepareEnqueue, type EnqueueInput, type EnqueueResult } from './enqueue.ts';
 import type { Schedule } from './schedule-definition.ts';
@@ -428,7 +428,9 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
       const named = typeof token === 'string' ? await callbacks?.verify(token) : null;
       if (!named) return 'unknown';
       const text = data === undefined ? null : JSON.stringify(data);
-      const [row] = await sql.query(completeCallback({ now: now(), jobId: named.jobId, id: named.stepId, data: text ?? null }));
+      // Its write locks the step, then the job; a restart locks the job, then its steps: on a deadlock, sent again.
+      const [answer] = await batchDeadlockSafe(sql, [completeCallback({ now: now(), jobId: named.jobId, id: named.stepId, data: text ?? null })]);
+      const row = answer?.[0];
       if (Number(row?.completed ?? 0) === 1) return after('completed' as const, () => undefined);
       return row?.status === null || row?.status === undefined ? 'unknown' : 'used';
     },
