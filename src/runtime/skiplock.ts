@@ -36,6 +36,7 @@ import { DEFAULT_IDLE_CHECK_MS } from './wake-state.ts';
 import { createCallbackSigner, type CallbackOptions } from './callback-token.ts';
 import { EVENT_LIMITS, listEventsWith, sendEventWith, type SendEventInput, type SendEventResult, type StoredEvent } from './events.ts';
 import { completeCallback } from '../store/events.ts';
+import { callbackDataText } from './event-waits.ts';
 
 export type { Logger };
 
@@ -249,7 +250,8 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
   /**
    * A POST to a callback URL: `token` is the URL's last segment. `completed` (its job wakes with
    * `{ data }`), `used` (already completed, or timed out: nothing written), or `unknown` (a wrong
-   * token, or no such callback).
+   * token, or no such callback). Data over one step's output limit (256 KiB of JSON) is refused
+   * (SkiplockError payload_too_large) and writes nothing.
    */
   completeCallback(token: string, data: unknown): Promise<'completed' | 'used' | 'unknown'>;
 }
@@ -427,9 +429,9 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     async completeCallback(token, data) {
       const named = typeof token === 'string' ? await callbacks?.verify(token) : null;
       if (!named) return 'unknown';
-      const text = data === undefined ? null : JSON.stringify(data);
+      const text = callbackDataText(data);
       // Its write locks the step, then the job; a restart locks the job, then its steps: on a deadlock, sent again.
-      const [answer] = await batchDeadlockSafe(sql, [completeCallback({ now: now(), jobId: named.jobId, id: named.stepId, data: text ?? null })]);
+      const [answer] = await batchDeadlockSafe(sql, [completeCallback({ now: now(), jobId: named.jobId, id: named.stepId, data: text })]);
       const row = answer?.[0];
       if (Number(row?.completed ?? 0) === 1) return after('completed' as const, () => undefined);
       return row?.status === null || row?.status === undefined ? 'unknown' : 'used';

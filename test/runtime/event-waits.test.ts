@@ -175,3 +175,116 @@ describe('parallel waits of one job on one name', () => {
     expect(await s.getJob(job.id)).toMatchObject({ status: 'DONE', result: { a: 5, b: 6 } });
   });
 });
+
+describe("events and callbacks count toward a job's 4 MiB of outputs", () => {
+  const KIB = 1024;
+  /** 16 steps of 250 KiB: 4,096,032 bytes of JSON, under the job's 4,194,304. */
+  const fill = async (ctx: { step: (id: string, fn: () => string) => Promise<string> }) => {
+    for (let i = 0; i < 16; i++) await ctx.step(`fill-${i}`, () => 'x'.repeat(250 * KIB));
+  };
+  const secret = { secret: 'a-callback-secret-of-some-length', publicUrl: 'https://jobs.example.com' };
+  const urls: string[] = [];
+  const tasks = [
+    defineTask({
+      name: 'fill-then-event',
+      payload: z.object({}),
+      timeoutMs: 10_000,
+      handler: async (_p, ctx) => {
+        await fill(ctx);
+        return (await ctx.waitForEvent('big', { event: 'big.data', key: ctx.job.id }))?.eventId;
+      },
+    }),
+    defineTask({
+      name: 'event-then-fill',
+      payload: z.object({}),
+      timeoutMs: 10_000,
+      handler: async (_p, ctx) => {
+        await ctx.waitForEvent('big', { event: 'big.data', key: ctx.job.id });
+        await fill(ctx);
+        return 'filled';
+      },
+    }),
+    defineTask({
+      name: 'fill-then-callback',
+      payload: z.object({}),
+      timeoutMs: 10_000,
+      handler: async (_p, ctx) => {
+        await fill(ctx);
+        urls.push((await ctx.createCallback('answer')).url);
+        return (await ctx.waitForCallback('answer')) === null ? 'timed out' : 'answered';
+      },
+    }),
+    defineTask({
+      name: 'small',
+      payload: z.object({}),
+      timeoutMs: 10_000,
+      handler: async (_p, ctx) => {
+        urls.push((await ctx.createCallback('answer')).url);
+        return ctx.waitForCallback('answer');
+      },
+    }),
+  ];
+  const make = () => createSkiplock({ sql: db.sql, tasks, log: quiet, retention: false, callbacks: secret });
+  const tickIdle = (s: ReturnType<typeof make>) => s.tick({ untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 });
+  const bigData = { blob: 'y'.repeat(200 * KIB) };
+
+  test('an event taken by a wait past the total: the wait throws a PermanentError, the job is DEAD', async () => {
+    const s = make();
+    const job = await s.enqueue({ task: 'fill-then-event', payload: {} });
+    await tickIdle(s);
+    expect((await s.getJob(job.id))!.status).toBe('WAITING');
+    expect((await s.sendEvent({ name: 'big.data', key: job.id, data: bigData })).woken).toBe(1);
+    await tickIdle(s);
+    const dead = (await s.getJob(job.id))!;
+    expect(dead.status).toBe('DEAD');
+    expect(dead.lastError).toMatch(/PermanentError: .*would exceed 4194304 bytes of JSON with the event wait "big" took/);
+    // A person's retry reads the same recorded steps and ends the same way.
+    await s.retryJob(job.id);
+    await tickIdle(s);
+    expect(await s.getJob(job.id)).toMatchObject({ status: 'DEAD', lastError: dead.lastError });
+
+    // The event already stored when the wait is reached (taken by the wait's own statement): the same.
+    const early = await s.enqueue({ task: 'fill-then-event', payload: {} });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await s.sendEvent({ name: 'big.data', key: early.id, data: bigData });
+    await tickIdle(s);
+    expect(await s.getJob(early.id)).toMatchObject({ status: 'DEAD', lastError: dead.lastError });
+  });
+
+  test("an event's data counts for the steps after it", async () => {
+    const s = make();
+    const job = await s.enqueue({ task: 'event-then-fill', payload: {} });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await s.sendEvent({ name: 'big.data', key: job.id, data: bigData });
+    await tickIdle(s);
+    const dead = (await s.getJob(job.id))!;
+    expect(dead.status).toBe('DEAD');
+    expect(dead.lastError).toMatch(/would exceed 4194304 bytes of JSON with step "fill-15"/);
+  });
+
+  test('callback data past the total: the wait throws, the job is DEAD', async () => {
+    urls.length = 0;
+    const s = make();
+    const job = await s.enqueue({ task: 'fill-then-callback', payload: {} });
+    await tickIdle(s);
+    expect(await s.completeCallback(urls[0]!.split('/').pop()!, bigData)).toBe('completed');
+    await tickIdle(s);
+    const dead = (await s.getJob(job.id))!;
+    expect(dead.status).toBe('DEAD');
+    expect(dead.lastError).toMatch(/would exceed 4194304 bytes of JSON with the callback "answer"/);
+  });
+
+  test('callback data over 256 KiB is refused (payload_too_large) and writes nothing; the wait stays open', async () => {
+    urls.length = 0;
+    const s = make();
+    const job = await s.enqueue({ task: 'small', payload: {} });
+    await tickIdle(s);
+    const token = urls[0]!.split('/').pop()!;
+    await expect(s.completeCallback(token, { blob: 'z'.repeat(900 * KIB) })).rejects.toMatchObject({ code: 'payload_too_large' });
+    expect(await rows(`SELECT status, output FROM skiplock.job_step WHERE job_id = $1`, [job.id])).toEqual([{ status: 'waiting', output: null }]);
+    expect((await s.getJob(job.id))!.status).toBe('WAITING');
+    expect(await s.completeCallback(token, { ok: true })).toBe('completed');
+    await tickIdle(s);
+    expect(await s.getJob(job.id)).toMatchObject({ status: 'DONE', result: { data: { ok: true } } });
+  });
+});
