@@ -16,7 +16,7 @@ import { unrunnableTasks, type UnrunnableTask } from './unrunnable.ts';
 import { jobActivity } from '../store/dashboard.ts';
 import type { Clock } from '../store/clock.ts';
 import { mapJob, toBool, toDate } from '../store/rows.ts';
-import { sqlState, type Row, type Sql, type Statement } from '../store/sql.ts';
+import { batchDeadlockSafe, type Row, type Sql, type Statement } from '../store/sql.ts';
 
 export const LIST_LIMIT = { default: 50, max: 500 } as const;
 
@@ -196,16 +196,10 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
    * Runs `update` in one transaction behind the job's row lock (lockJob). A cancel locks a parent,
    * then its children; a child's result write locks the child, then its parent (fan-in). When the
    * two meet, PostgreSQL aborts one of them (deadlock, 40P01), having written nothing: the tick
-   * writes its result again, and here the transaction is sent again, up to three times.
+   * writes its result again, and here the transaction is sent again (batchDeadlockSafe).
    */
   async function lockedThen(id: string, update: Statement) {
-    for (let tries = 1; ; tries++) {
-      try {
-        return (await sql.batch([lockJob({ id }), update]))[1]!;
-      } catch (error) {
-        if (sqlState(error) !== '40P01' || tries === 3) throw error;
-      }
-    }
+    return (await batchDeadlockSafe(sql, [lockJob({ id }), update]))[1]!;
   }
 
   /** Runs one of the single-job updates and sorts its answer into updated / unchanged / missing. */

@@ -4,7 +4,7 @@
  * in src/store/events.ts. A wait that finds its event already stored returns at once; otherwise
  * the run leaves the invocation with a `wait` outcome (WAITING, or QUEUED until its timeout).
  */
-import { permanentTypeError } from '../core/errors.ts';
+import { permanentTypeError, SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import type { Outcome } from '../core/state.ts';
 import type { StepKind } from '../core/types.ts';
@@ -15,7 +15,8 @@ import type { Sql } from '../store/sql.ts';
 import type { StepFence } from '../store/steps.ts';
 import { callbacksNotConfigured, type CallbackSigner } from './callback-token.ts';
 import { EVENT_NAME } from './events.ts';
-import type { StoredStep } from './steps.ts';
+import { STEP_LIMITS, type StoredStep } from './steps.ts';
+import { utf8Length } from './stored-json.ts';
 import type { WaitForEventOptions } from './task.ts';
 
 /** The longest wait timeout: 365 days (as the longest sleep). */
@@ -32,6 +33,8 @@ export interface WaitHelpers {
   leave<T>(outcome: Outcome): Promise<T>;
   /** The lease was lost: the run is stopped; the promise never settles. */
   lost<T>(): Promise<T>;
+  /** Counts the output a wait hands the handler toward the job's total; throws a PermanentError past it. */
+  received(what: string, seq: number, output: unknown, recorded: boolean): void;
   callbacks: CallbackSigner | undefined;
 }
 
@@ -59,26 +62,66 @@ function checkWaitOptions(id: string, options: WaitForEventOptions): { name: str
   return { name: options.event, key: key ?? null, timeoutMs: checkTimeout(what, options.timeoutMs) };
 }
 
+/**
+ * A callback POST's data, as the JSON text its step will store (null for none): at most one step's
+ * output (STEP_LIMITS.maxOutputBytes, 256 KiB of JSON), or a SkiplockError payload_too_large
+ * (HTTP 413) before anything is written — the wait stays open for a POST within the limit.
+ */
+export function callbackDataText(data: unknown): string | null {
+  const text = data === undefined ? undefined : JSON.stringify(data);
+  if (text === undefined) return null;
+  const bytes = utf8Length(text);
+  if (bytes > STEP_LIMITS.maxOutputBytes)
+    throw new SkiplockError('payload_too_large', `the callback's data is ${bytes} bytes of JSON, more than the ${STEP_LIMITS.maxOutputBytes} a step's output may be`);
+  return text;
+}
+
 /** Suspends for a wait still waiting: until its timeout (QUEUED then), or for ever (WAITING). */
 const waitOutcome = (wakeAt: unknown): Outcome => ({ kind: 'wait', runAt: wakeAt === null || wakeAt === undefined ? null : toDate(wakeAt).toISOString(), events: true });
 
 export function createEventWaits(h: WaitHelpers): EventWaits {
-  /** Callback steps this run created (not yet in the claim's read). */
-  const created = new Set<string>();
+  /** Callback steps this run created (not yet in the claim's read), with their seq. */
+  const created = new Map<string, number>();
+  /**
+   * The event waits of this run, one after another in call order (Promise.all of several waits):
+   * each statement sees what the one before it took, so parallel waits on one name take their
+   * own events in the order they were called, as the send completes a job's first waiting step
+   * (src/store/events.ts sendEvent). `queue` is the last wait's statement.
+   */
+  let queue: Promise<unknown> = Promise.resolve();
+  /** The earliest timeout of the waits of this run left waiting (null: none of them has one). */
+  let earliest: Date | null | undefined;
+
+  /** A wait's outcome as the handler gets it, counted toward the job's outputs first. */
+  const taken = <T>(what: string, seq: number, output: unknown, recorded: boolean): T | null => {
+    h.received(what, seq, output, recorded);
+    return (output ?? null) as T | null;
+  };
 
   return {
     async waitForEvent(id, options) {
       const wait = checkWaitOptions(id, options);
       const { seq, row } = h.reach(id, 'event');
-      if (row?.status === 'done') return (row.output ?? null) as { data: unknown; eventId: string } | null;
-      const [, rows] = await h.sql.batch([
-        eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
-        waitForEvent({ ...h.fence(), id, seq, isNew: row === undefined, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
-      ]);
+      const what = `the event wait ${JSON.stringify(id)} took`;
+      if (row?.status === 'done') return taken(what, seq, row.output, true);
+      const turn = queue.then(() =>
+        h.sql.batch([
+          eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
+          waitForEvent({ ...h.fence(), id, seq, isNew: row === undefined, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
+        ]),
+      );
+      queue = turn.catch(() => undefined);
+      const [, rows] = await turn;
       const answer = rows?.[0] as WaitRow | undefined;
       if (!answer || Number(answer.held) !== 1) return h.lost();
-      if (answer.status === 'done') return (answer.output ?? null) as { data: unknown; eventId: string } | null;
-      return h.leave(waitOutcome(answer.wake_at));
+      if (answer.status === 'done') return taken(what, seq, answer.output, false);
+      // Still waiting: the run leaves once the waits called after this one are recorded too, and
+      // wakes at the earliest of their timeouts (a wait without one leaves the job WAITING).
+      const wakeAt = answer.wake_at === null || answer.wake_at === undefined ? null : toDate(answer.wake_at);
+      if (wakeAt !== null && (earliest === undefined || earliest === null || wakeAt < earliest)) earliest = wakeAt;
+      else earliest ??= null;
+      await queue;
+      return h.leave(waitOutcome(earliest));
     },
 
     async createCallback(id, options = {}) {
@@ -91,7 +134,7 @@ export function createEventWaits(h: WaitHelpers): EventWaits {
         const [written] = await h.sql.query(createCallbackStep({ ...h.fence(), id, seq, timeoutMs }));
         if (!written) return h.lost();
       }
-      created.add(id);
+      created.set(id, seq);
       return { url: await h.callbacks.urlFor(h.jobId, id) };
     },
 
@@ -99,9 +142,11 @@ export function createEventWaits(h: WaitHelpers): EventWaits {
       const row = h.recorded(id);
       if ((row === undefined || row.kind !== 'callback') && !created.has(id))
         throw permanentTypeError(`ctx.waitForCallback(${JSON.stringify(id)}): no callback of that id: call ctx.createCallback(${JSON.stringify(id)}) first`);
-      if (row?.status === 'done') return (row.output ?? null) as { data: unknown } | null;
+      const what = `the callback ${JSON.stringify(id)}`;
+      const seq = row?.kind === 'callback' ? row.seq : created.get(id)!;
+      if (row?.status === 'done') return taken(what, seq, row.output, true);
       const [now] = await h.sql.query(readCallbackStep({ now: h.now(), jobId: h.jobId, id }));
-      if (now?.status === 'done') return (now.output ?? null) as { data: unknown } | null;
+      if (now?.status === 'done') return taken(what, seq, now.output, false);
       return h.leave(waitOutcome(now?.wake_at));
     },
   };

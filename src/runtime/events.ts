@@ -9,7 +9,7 @@ import { findUnstorableJson } from '../core/json.ts';
 import type { Clock } from '../store/clock.ts';
 import { cancelJobsByEvent, eventByIdempotencyKey, eventLock, listEvents, sendEvent, type TriggeredJobRow } from '../store/events.ts';
 import { toBool, toDateOrNull, toJson } from '../store/rows.ts';
-import { sqlState, type Row, type Sql } from '../store/sql.ts';
+import { batchDeadlockSafe, sqlState, type Row, type Sql } from '../store/sql.ts';
 import { checkTaskPayload, toIssues } from './enqueue.ts';
 import { cancelOnEntries, EVENT_NAME, eventKeySchema, eventNameSchema, storableString } from './cancel-on.ts';
 import { flowKeys } from './flow-key.ts';
@@ -146,13 +146,16 @@ function describeIssues(issues: readonly ErrorIssue[]): string {
  * skiplock.sendEvent: one batch — the lock (src/store/events.ts eventLock), the send (store,
  * wake, start) and cancelOn. A concurrent send of the same idempotency key that won the unique
  * index makes this one fail with 23505 before it wrote anything: its event is read and answered.
+ * The batch is sent again when PostgreSQL aborted it as a deadlock (batchDeadlockSafe): its
+ * cancelOn locks a parent before its children, and its wake a step before its job, the opposite
+ * orders of a child's result write and of a restart.
  */
 export async function sendEventWith(sql: Sql, registry: TaskRegistry, now: Clock, input: unknown, traceparent?: string): Promise<SendEventResult> {
   const event = checkEvent(input);
   const { rows, refused } = planTriggered(registry, event.name, event.data, traceparent);
   let results: Row[][];
   try {
-    results = await sql.batch([
+    results = await batchDeadlockSafe(sql, [
       eventLock({ name: event.name, key: event.key, for: 'send' }),
       sendEvent({ now, name: event.name, key: event.key, data: event.dataText, idempotencyKey: event.idempotencyKey, triggered: rows, refused: refused.length > 0 ? JSON.stringify(refused) : null }),
       cancelJobsByEvent({ now, name: event.name, key: event.key, idempotencyKey: event.idempotencyKey }),

@@ -10,7 +10,7 @@ import type { Clock } from '../store/clock.ts';
 import { lockJob } from '../store/admin.ts';
 import { restartJobs } from '../store/restart.ts';
 import { mapJob, toBool } from '../store/rows.ts';
-import { sqlState, type Row, type Sql, type Statement } from '../store/sql.ts';
+import { batchDeadlockSafe, type Sql } from '../store/sql.ts';
 import { isJobId } from './admin.ts';
 import { getJob } from '../store/jobs.ts';
 import { listJobSteps } from '../store/steps.ts';
@@ -32,20 +32,8 @@ export interface RestartOptions {
   fromStep?: string | null;
 }
 
-/**
- * Sends `statements` as one transaction, again (up to three times) when PostgreSQL aborted it as
- * a deadlock (40P01), having written nothing: a cancel or a restart locks a parent before its
- * children, a child's result write locks the child before its parent.
- */
-export async function batchDeadlockSafe(sql: Sql, statements: Statement[]): Promise<Row[][]> {
-  for (let tries = 1; ; tries++) {
-    try {
-      return await sql.batch(statements);
-    } catch (error) {
-      if (sqlState(error) !== '40P01' || tries === 3) throw error;
-    }
-  }
-}
+/** The deadlock-safe batch (src/store/sql.ts), here too for the callers that took it from here. */
+export { batchDeadlockSafe };
 
 /** Checks a fromStep: a step id as ctx.step takes it (1 to 200 characters of storable text), or null. */
 export function checkFromStep(fromStep: unknown): string | null {

@@ -13,7 +13,7 @@ import { msUntilNextWork } from '../store/wakeup.ts';
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import { isNotMigratedText, type SchemaStatus } from '../store/schema.ts';
-import type { Sql, Statement } from '../store/sql.ts';
+import { batchDeadlockSafe, type Sql, type Statement } from '../store/sql.ts';
 import { createAdminOperations, isJobId, type AdminOperations } from './admin.ts';
 import { enqueueJobs, prepareEnqueue, type EnqueueInput, type EnqueueResult } from './enqueue.ts';
 import type { Schedule } from './schedule-definition.ts';
@@ -36,6 +36,7 @@ import { DEFAULT_IDLE_CHECK_MS } from './wake-state.ts';
 import { createCallbackSigner, type CallbackOptions } from './callback-token.ts';
 import { EVENT_LIMITS, listEventsWith, sendEventWith, type SendEventInput, type SendEventResult, type StoredEvent } from './events.ts';
 import { completeCallback } from '../store/events.ts';
+import { callbackDataText } from './event-waits.ts';
 
 export type { Logger };
 
@@ -252,7 +253,8 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
   /**
    * A POST to a callback URL: `token` is the URL's last segment. `completed` (its job wakes with
    * `{ data }`), `used` (already completed, or timed out: nothing written), or `unknown` (a wrong
-   * token, or no such callback).
+   * token, or no such callback). Data over one step's output limit (256 KiB of JSON) is refused
+   * (SkiplockError payload_too_large) and writes nothing.
    */
   completeCallback(token: string, data: unknown): Promise<'completed' | 'used' | 'unknown'>;
 }
@@ -430,8 +432,10 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     async completeCallback(token, data) {
       const named = typeof token === 'string' ? await callbacks?.verify(token) : null;
       if (!named) return 'unknown';
-      const text = data === undefined ? null : JSON.stringify(data);
-      const [row] = await sql.query(completeCallback({ now: now(), jobId: named.jobId, id: named.stepId, data: text ?? null }));
+      const text = callbackDataText(data);
+      // Its write locks the step, then the job; a restart locks the job, then its steps: on a deadlock, sent again.
+      const [answer] = await batchDeadlockSafe(sql, [completeCallback({ now: now(), jobId: named.jobId, id: named.stepId, data: text })]);
+      const row = answer?.[0];
       if (Number(row?.completed ?? 0) === 1) return after('completed' as const, () => undefined);
       return row?.status === null || row?.status === undefined ? 'unknown' : 'used';
     },

@@ -27,7 +27,10 @@ import type { StepContext, TaskRegistry } from './task.ts';
 export const STEP_LIMITS = {
   /** A ctx.step's output, in bytes of JSON: 256 KiB. */
   maxOutputBytes: 256 * 1024,
-  /** All ctx.step outputs stored for one job together (children's results not counted): 4 MiB. */
+  /**
+   * All outputs stored for one job together — ctx.step outputs, the events its waits took and its
+   * callbacks' data (children's results not counted): 4 MiB.
+   */
   maxJobOutputBytes: 4 * 1024 * 1024,
   /** Steps (step, sleep, invoke) per job. */
   maxSteps: 10_000,
@@ -123,7 +126,7 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
   /** Markers of ctx.patched not written yet: the next step write (of any kind) carries them. */
   let markers: MarkerRow[] = [];
   let stepCount = stored.length;
-  let outputBytes = stored.reduce((sum, s) => sum + (s.kind === 'step' && s.status === 'done' ? jsonLength(s.output) : 0), 0);
+  let outputBytes = stored.reduce((sum, s) => sum + storedBytes(s), 0);
   /** The longest step seen for this job (recorded durations, then this run's): the yield margin. */
   let longestMs = stored.reduce((max, s) => (s.kind === 'step' && s.durationMs !== null ? Math.max(max, s.durationMs) : max), 0);
   let ranOne = false;
@@ -225,6 +228,25 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     return stored.value as Awaited<T>;
   }
 
+  /**
+   * An event or callback a wait (at `seq`) hands the handler: counted toward the job's outputs, as
+   * a step's output is; past the total, a PermanentError (uncaught, the job ends DEAD). Its data is
+   * stored already (the send or the POST wrote it): a recorded one is counted in `outputBytes`
+   * since the claim, so it is checked with the recorded outputs up to it, the same sum as when
+   * it was first taken.
+   */
+  function received(what: string, seq: number, output: unknown, recorded: boolean): void {
+    if (output === null || output === undefined) return;
+    let total: number;
+    if (recorded) total = stored.reduce((sum, s) => sum + (s.seq <= seq ? storedBytes(s) : 0), 0);
+    else {
+      outputBytes += jsonLength(output);
+      total = outputBytes;
+    }
+    if (total > STEP_LIMITS.maxJobOutputBytes)
+      throw new PermanentError(`the outputs of this job's steps, events and callbacks would exceed ${STEP_LIMITS.maxJobOutputBytes} bytes of JSON with ${what} (send a reference to large data instead)`);
+  }
+
   /** The fenced step write; false (and the run stopped) when the lease was lost. */
   async function write(id: string, seq: number, isNew: boolean, outcome: { status: 'done' | 'failed'; output: string | null; error: string | null }, started: number): Promise<boolean> {
     const [row] = await deps.sql.query(writeStep({ ...fence(), id, seq, isNew, ...outcome, durationMs: performance.now() - started }));
@@ -319,7 +341,7 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     patched,
     // Events and callbacks (src/runtime/event-waits.ts).
     ...createEventWaits({
-      sql: deps.sql, jobId: job.id, now: deps.now, reach, recorded: (id) => stored.find((s) => s.id === id), fence, leave, callbacks: deps.callbacks,
+      sql: deps.sql, jobId: job.id, now: deps.now, reach, recorded: (id) => stored.find((s) => s.id === id), fence, leave, received, callbacks: deps.callbacks,
       lost: <T>() => {
         deps.leaseLost();
         return never<T>();
@@ -327,6 +349,11 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     }),
     fatal: () => fatal,
   };
+}
+
+/** The bytes a recorded step counts toward the job's outputs: a step's, an event's or a callback's. */
+function storedBytes(s: StoredStep): number {
+  return (s.kind === 'step' || s.kind === 'event' || s.kind === 'callback') && s.status === 'done' && s.output !== null && s.output !== undefined ? jsonLength(s.output) : 0;
 }
 
 function jsonLength(value: unknown): number {

@@ -62,9 +62,10 @@ export type TriggeredJobRow = Omit<NewJobRow, 'idempotency_key' | 'schedule_name
 
 /**
  * A send's main statement (after eventLock): stores the event — or, when its idempotency key is
- * known, answers the stored one and writes nothing — completes the waits for it (each waiting
- * step of a job created before the event, for this name and this key or no key), wakes their
- * jobs, and enqueues the triggered jobs (one per task, idempotency key `skiplock:event:<id>:<task>`).
+ * known, answers the stored one and writes nothing — completes the waits for it (of each job
+ * created before the event, its first waiting step by seq — the call order — for this name and
+ * this key or no key whose timeout has not passed: parallel waits of one job each take their own
+ * event, and a wait never takes one stored at or after its timeout), wakes their jobs, and enqueues the triggered jobs (one per task, idempotency key `skiplock:event:<id>:<task>`).
  * Also locks the jobs its cancelOn matches, so that cancelJobsByEvent, next in the batch, sees
  * the children a concurrent ctx.invoke of theirs commits (as runtime/admin.ts's lockJob does).
  *
@@ -88,12 +89,18 @@ export function sendEvent(p: {
        SELECT nextval(pg_get_serial_sequence('skiplock.event', 'id')) AS id, ${NOW} AS at
         WHERE $5::text IS NULL OR NOT EXISTS (SELECT 1 FROM skiplock.event e WHERE e.idempotency_key = $5 AND e.idempotency_key IS NOT NULL)
      ),
+     firsts AS (
+       SELECT DISTINCT ON (s.job_id) s.job_id, s.id FROM skiplock.job_step s, fresh f
+        WHERE s.kind = 'event' AND s.status = 'waiting' AND s.event_name = $2 AND ${keyMatch}
+          AND (s.wake_at IS NULL OR s.wake_at > f.at)
+        ORDER BY s.job_id, s.seq
+     ),
      waits AS (
        UPDATE skiplock.job_step s SET status = 'done', event_id = f.id, finished_at = f.at,
               output = jsonb_build_object('data', $4::jsonb, 'eventId', f.id::text),
               duration_ms = least(greatest(round(extract(epoch FROM f.at - s.started_at) * 1000), 0), 2147483647)::int
-         FROM fresh f
-        WHERE s.kind = 'event' AND s.status = 'waiting' AND s.event_name = $2 AND ${keyMatch}
+         FROM fresh f, firsts w
+        WHERE s.job_id = w.job_id AND s.id = w.id AND s.kind = 'event' AND s.status = 'waiting' AND (s.wake_at IS NULL OR s.wake_at > f.at)
           AND EXISTS (SELECT 1 FROM skiplock.job j WHERE j.id = s.job_id AND j.created_at < f.at AND j.status IN ${ACTIVE})
        RETURNING s.job_id
      ),
@@ -236,7 +243,8 @@ export interface WaitRow {
  * key) stored after the job was created and not consumed by an earlier wait of this job (the
  * event ids its other event steps recorded) completes the step at once; otherwise the step is
  * recorded waiting — or, already recorded waiting (a run resumed for another reason), looked at
- * again: completed by such an event, timed out when its wake_at has passed, or left waiting.
+ * again: completed by such an event stored before its timeout (wake_at: both instants are the
+ * database's clock), timed out when its wake_at has passed, or left waiting.
  * Answers held, status, output ({data, eventId}, or null after a timeout) and wake_at.
  */
 export function waitForEvent(p: StepFence & { id: string; seq: number; isNew: boolean; name: string; key: string | null; timeoutMs: number | null }): Statement {
@@ -250,7 +258,7 @@ export function waitForEvent(p: StepFence & { id: string; seq: number; isNew: bo
      found AS (
        SELECT e.id, e.data FROM skiplock.event e, job_row r
         WHERE e.name = $10 AND ${p.key === null ? 'true' : 'e.key = $11'} AND e.created_at > r.created_at
-          AND NOT EXISTS (SELECT 1 FROM prior WHERE prior.status <> 'waiting')
+          AND NOT EXISTS (SELECT 1 FROM prior WHERE prior.status <> 'waiting' OR prior.wake_at <= e.created_at)
           AND e.id <> ALL (ARRAY(SELECT c.event_id FROM skiplock.job_step c
                                   WHERE c.job_id = $2::bigint AND c.kind = 'event' AND c.event_id IS NOT NULL))
         ORDER BY e.created_at, e.id

@@ -44,3 +44,22 @@ export function sqlState(error: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * Sends `statements` as one transaction, again (up to three times) when PostgreSQL aborted it as
+ * a deadlock (40P01), having written nothing. Two writes that lock a parent job and its child,
+ * or a job and its steps, in opposite orders meet this way: a cancel, a restart or a send's
+ * cancelOn locks a parent before its children (and a job before its steps); a child's result
+ * write locks the child before its parent; a send's wake and a callback's completion lock a step
+ * before its job. Whichever PostgreSQL aborts is sent again here (or, for a result write, by the
+ * tick's next write).
+ */
+export async function batchDeadlockSafe(sql: Sql, statements: Statement[]): Promise<Row[][]> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await sql.batch(statements);
+    } catch (error) {
+      if (sqlState(error) !== '40P01' || tries === 3) throw error;
+    }
+  }
+}
