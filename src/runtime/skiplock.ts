@@ -6,6 +6,7 @@
  *   await skiplock.tick({ budgetMs: 25_000 });
  */
 import { SkiplockError } from '../core/errors.ts';
+import { findUnstorableJson } from '../core/json.ts';
 import type { Job, TickResult } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
@@ -249,7 +250,9 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
   /**
    * A POST to a callback URL: `token` is the URL's last segment. `completed` (its job wakes with
    * `{ data }`), `used` (already completed, or timed out: nothing written), or `unknown` (a wrong
-   * token, or no such callback).
+   * token, or no such callback). SkiplockError invalid_request (after the token is checked) for
+   * data that JSON or PostgreSQL cannot hold — a NUL or a lone surrogate in a string or a key:
+   * nothing is written and the callback stays open.
    */
   completeCallback(token: string, data: unknown): Promise<'completed' | 'used' | 'unknown'>;
 }
@@ -427,7 +430,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     async completeCallback(token, data) {
       const named = typeof token === 'string' ? await callbacks?.verify(token) : null;
       if (!named) return 'unknown';
-      const text = data === undefined ? null : JSON.stringify(data);
+      const text = callbackDataText(data);
       const [row] = await sql.query(completeCallback({ now: now(), jobId: named.jobId, id: named.stepId, data: text ?? null }));
       if (Number(row?.completed ?? 0) === 1) return after('completed' as const, () => undefined);
       return row?.status === null || row?.status === undefined ? 'unknown' : 'used';
@@ -480,4 +483,26 @@ function migratingFirst(sql: Sql, migrations: readonly Migration[]): Sql {
     },
     close: () => sql.close(),
   };
+}
+
+/**
+ * A callback's data as the JSON text its step stores, or SkiplockError invalid_request (nothing
+ * written, the wait still open) for what JSON or jsonb cannot hold: a NUL or a lone surrogate
+ * in a string or a key (PostgreSQL refuses the whole statement), a BigInt, a cycle.
+ */
+function callbackDataText(data: unknown): string | null {
+  if (data === undefined) return null;
+  const refuse = (message: string, path: (string | number)[] = []): never => {
+    throw new SkiplockError('invalid_request', `invalid callback data: ${message}${path.length > 0 ? ` at ${path.join('.')}` : ''}`, [{ path, message }]);
+  };
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(data);
+  } catch {
+    return refuse('it is not JSON-serializable');
+  }
+  if (text === undefined) return refuse('it is not JSON-serializable');
+  const problem = findUnstorableJson(JSON.parse(text));
+  if (problem) refuse(`${problem.message}, which PostgreSQL cannot store`, problem.path);
+  return text;
 }
