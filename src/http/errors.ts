@@ -17,6 +17,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, ContentfulStatusCode>> = {
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
+  too_many_requests: 429,
   not_configured: 503,
   not_migrated: 503,
 };

@@ -255,6 +255,11 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
    * nothing is written and the callback stays open.
    */
   completeCallback(token: string, data: unknown): Promise<'completed' | 'used' | 'unknown'>;
+  /**
+   * Whether `token` (a callback URL's last segment) was signed by this deployment: its HMAC
+   * checks out. Reads and writes nothing; the HTTP API asks it before reading a callback's body.
+   */
+  isCallbackToken(token: string): Promise<boolean>;
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
@@ -427,6 +432,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     // A send that woke or started jobs (or asked RUNNING ones to stop) makes due work now.
     sendEvent: async (input) => after(await sendEventWith(sql, registry, now(), input, await traceparent()), (r) => (r.woken + r.started + r.cancelled > 0 ? undefined : null)),
     listEvents: (query = {}) => listEventsWith(sql, query),
+    isCallbackToken: async (token) => typeof token === 'string' && (await callbacks?.verify(token)) != null,
     async completeCallback(token, data) {
       const named = typeof token === 'string' ? await callbacks?.verify(token) : null;
       if (!named) return 'unknown';
