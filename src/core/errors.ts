@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'payload_too_large'
   /** HTTP only: a known path asked with a method it does not serve (405, with `Allow`). */
   | 'method_not_allowed'
+  /** Too many wrong tokens from this source: wait for Retry-After (docs/http-api.md, "Failed tokens"). */
+  | 'too_many_requests'
   /** A secret the deployment needs (API_TOKEN, …) is missing or too short: fix the configuration. */
   | 'not_configured'
   /** The database lacks skiplock's tables, or has an older schema: run `npx skiplock migrate`. */

@@ -3,12 +3,15 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Skiplock } from '../runtime/skiplock.ts';
 import type { TickOptions } from '../runtime/tick.ts';
+import type { TokenGuard } from './auth.ts';
 
 export type App = OpenAPIHono;
 
 /** What every route file receives from createApp (options with defaults filled in). */
 export interface RouteDeps {
   skiplock: Skiplock;
+  /** Every check of a token the API token could be guessed through (bearer, deep health, login): wrong ones are counted per source and slowed down. */
+  tokenGuard: TokenGuard;
   apiToken: string;
   cronSecret: string | undefined;
   /** The read-only token of /metrics (METRICS_TOKEN), if any. */

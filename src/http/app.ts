@@ -14,13 +14,14 @@ import { isNotMigrated } from '../runtime/schema-check.ts';
 import type { Skiplock } from '../runtime/skiplock.ts';
 import { TICK_DEFAULTS, type TickOptions } from '../runtime/tick.ts';
 import type { App, RouteDeps } from './app-types.ts';
-import { requireBearer } from './auth.ts';
+import { createTokenGuard, requireBearer, type TokenGuard } from './auth.ts';
+import { platformSource } from './token-throttle.ts';
 import { registerDashboardRoutes } from './dashboard/index.ts';
 import { errorResponse, notFoundOrNotAllowed, onError } from './errors.ts';
 import { requireSchema } from './schema-gate.ts';
 import { checkSecrets, type SecretPlatform } from './secrets.ts';
 import { registerDocsRoutes } from './routes/docs.ts';
-import { registerEventRoutes } from './routes/events.ts';
+import { registerEventRoutes, requireCallbackToken } from './routes/events.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerJobRoutes } from './routes/jobs.ts';
 import { registerMetricsRoutes } from './routes/metrics.ts';
@@ -68,6 +69,17 @@ export interface AppOptions {
    * platform with a shorter request limit sets it lower). At most and default 25 000.
    */
   maxWaitMs?: number;
+  /**
+   * Who a request comes from, for slowing down wrong tokens (a bearer token anywhere, the
+   * dashboard's login): each source's failures are counted on their own, and after 5 it waits
+   * (429 with Retry-After) — docs/http-api.md, "Failed tokens". Return the client's address, or
+   * undefined when unknown (such requests are not throttled). Default: what `platform` vouches for
+   * (CF-Connecting-IP on Cloudflare, the last X-Forwarded-For hop on Vercel, the socket on Node);
+   * behind a proxy of your own, read the header it sets, e.g. `(request) => request.headers.get('x-real-ip') ?? undefined`.
+   */
+  clientAddress?: (request: Request) => string | undefined;
+  /** @internal The counts of wrong tokens, shared with a platform's own routes that check a token before the app (fan-out, Vercel cron). */
+  tokenGuard?: TokenGuard;
 }
 
 export const APP_DEFAULTS = { maxBodyBytes: 1024 * 1024, maxWaitMs: 25_000 } as const;
@@ -115,8 +127,11 @@ export function createApp(options: AppOptions): App {
   // When each request arrived: the budgets of the ticks it starts count from there (the platform's limit does).
   const arrivals = new WeakMap<Request, number>();
   const arrivedAt = (c: Context) => arrivals.get(c.req.raw) ?? performance.now();
+  const clientAddress = options.clientAddress;
+  const tokenGuard = options.tokenGuard ?? createTokenGuard(clientAddress ? (request) => clientAddress(request) : platformSource(options.platform));
   const deps: RouteDeps = {
     skiplock,
+    tokenGuard,
     apiToken: options.apiToken,
     cronSecret: options.cronSecret || undefined,
     metricsToken: options.metricsToken || undefined,
@@ -148,11 +163,12 @@ export function createApp(options: AppOptions): App {
   });
 
   // Auth before reading any body: strangers do not get to make us buffer a megabyte.
-  const apiAuth = requireBearer([deps.apiToken]);
-  app.use('/v1/tick', requireBearer([deps.apiToken, deps.cronSecret]));
-  // A callback URL carries its own credential (an HMAC-signed token): no bearer token.
+  const apiAuth = requireBearer(tokenGuard, [deps.apiToken]);
+  app.use('/v1/tick', requireBearer(tokenGuard, [deps.apiToken, deps.cronSecret]));
+  // A callback URL carries its own credential (an HMAC-signed token): no bearer token, and a wrong one is 404 before the body is read.
   app.use('/v1/*', async (c, next) => (c.req.path === '/v1/tick' || c.req.path.startsWith('/v1/callbacks/') ? next() : apiAuth(c, next)));
-  app.use('/metrics', requireBearer([deps.apiToken, deps.metricsToken]));
+  app.use('/v1/callbacks/:token', requireCallbackToken(skiplock));
+  app.use('/metrics', requireBearer(tokenGuard, [deps.apiToken, deps.metricsToken]));
   app.use('/v1/*', requireSchema(skiplock));
   app.use('/metrics', requireSchema(skiplock));
   app.use(

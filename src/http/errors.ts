@@ -18,6 +18,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, ContentfulStatusCode>> = {
   conflict: 409,
   payload_too_large: 413,
   method_not_allowed: 405,
+  too_many_requests: 429,
   not_configured: 503,
   not_migrated: 503,
 };

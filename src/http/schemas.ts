@@ -345,6 +345,7 @@ export const ErrorBody = z
         'conflict',
         'payload_too_large',
         'method_not_allowed',
+        'too_many_requests',
         'not_configured',
         'not_migrated',
         'internal',
@@ -361,11 +362,13 @@ const ERROR_DESCRIPTIONS = {
   404: 'not_found',
   409: 'conflict: the job is not in a state that allows this',
   413: 'payload_too_large',
+  429: 'too_many_requests: too many wrong tokens from this address; wait for Retry-After seconds',
   503: 'not_configured (API_TOKEN or another secret missing or too short) or not_migrated (run `npx skiplock migrate`, or pass `autoMigrate`)',
 } as const;
 
-/** The error responses of a route, for the OpenAPI document. */
-export function errorResponses<S extends keyof typeof ERROR_DESCRIPTIONS>(...statuses: S[]) {
+/** The error responses of a route, for the OpenAPI document (a route that answers 401 may answer 429 too). */
+export function errorResponses<S extends keyof typeof ERROR_DESCRIPTIONS>(...given: S[]) {
+  const statuses: (keyof typeof ERROR_DESCRIPTIONS)[] = given.includes(401 as S) && !given.includes(429 as S) ? [...given, 429] : given;
   return Object.fromEntries(
     statuses.map((status) => [status, { description: ERROR_DESCRIPTIONS[status], content: { 'application/json': { schema: ErrorBody } } }]),
   ) as unknown as Record<S, { description: string; content: { 'application/json': { schema: typeof ErrorBody } } }>;

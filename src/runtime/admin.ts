@@ -229,6 +229,8 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
       const limit = options.limit ?? LIST_LIMIT.default;
       checkRange('limit', limit, LIST_LIMIT.max);
       const beforeId = options.cursor === undefined ? null : decodeCursor(options.cursor);
+      const taskProblem = options.task === undefined ? undefined : unstorableText(options.task);
+      if (taskProblem) throw new SkiplockError('invalid_request', `invalid task: it ${taskProblem}`, [{ path: ['task'], message: taskProblem }]);
       // One row more than asked tells whether another page exists.
       const rows = await sql.query(
         listJobs({ status: options.status ?? null, task: options.task ?? null, beforeId, limit: limit + 1 }),

@@ -5,7 +5,7 @@
  * the run leaves the invocation with a `wait` outcome (WAITING, or QUEUED until its timeout).
  */
 import { permanentTypeError, SkiplockError } from '../core/errors.ts';
-import { unstorableText } from '../core/json.ts';
+import { findUnstorableJson, unstorableText } from '../core/json.ts';
 import type { Outcome } from '../core/state.ts';
 import type { StepKind } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
@@ -63,16 +63,29 @@ function checkWaitOptions(id: string, options: WaitForEventOptions): { name: str
 }
 
 /**
- * A callback POST's data, as the JSON text its step will store (null for none): at most one step's
- * output (STEP_LIMITS.maxOutputBytes, 256 KiB of JSON), or a SkiplockError payload_too_large
- * (HTTP 413) before anything is written — the wait stays open for a POST within the limit.
+ * A callback POST's data, as the JSON text its step will store (null for none), checked before
+ * anything is written so the wait stays open for a correct POST: at most one step's output
+ * (STEP_LIMITS.maxOutputBytes, 256 KiB of JSON), else SkiplockError payload_too_large (HTTP 413);
+ * and only what JSON and jsonb can hold, else SkiplockError invalid_request (HTTP 400): a NUL or a
+ * lone surrogate in a string or a key (PostgreSQL refuses the whole statement), a BigInt, a cycle.
  */
 export function callbackDataText(data: unknown): string | null {
-  const text = data === undefined ? undefined : JSON.stringify(data);
-  if (text === undefined) return null;
+  if (data === undefined) return null;
+  const refuse = (message: string, path: (string | number)[] = []): never => {
+    throw new SkiplockError('invalid_request', `invalid callback data: ${message}${path.length > 0 ? ` at ${path.join('.')}` : ''}`, [{ path, message }]);
+  };
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(data);
+  } catch {
+    return refuse('it is not JSON-serializable');
+  }
+  if (text === undefined) return refuse('it is not JSON-serializable');
   const bytes = utf8Length(text);
   if (bytes > STEP_LIMITS.maxOutputBytes)
     throw new SkiplockError('payload_too_large', `the callback's data is ${bytes} bytes of JSON, more than the ${STEP_LIMITS.maxOutputBytes} a step's output may be`);
+  const problem = findUnstorableJson(JSON.parse(text));
+  if (problem) refuse(`${problem.message}, which PostgreSQL cannot store`, problem.path);
   return text;
 }
 

@@ -10,6 +10,7 @@ import type { Clock } from '../store/clock.ts';
 import { cancelJobsByEvent, eventByIdempotencyKey, eventLock, listEvents, sendEvent, type TriggeredJobRow } from '../store/events.ts';
 import { toBool, toDateOrNull, toJson } from '../store/rows.ts';
 import { batchDeadlockSafe, sqlState, type Row, type Sql } from '../store/sql.ts';
+import { isJobId } from './admin.ts';
 import { checkTaskPayload, toIssues } from './enqueue.ts';
 import { cancelOnEntries, EVENT_NAME, eventKeySchema, eventNameSchema, storableString } from './cancel-on.ts';
 import { flowKeys } from './flow-key.ts';
@@ -176,9 +177,19 @@ export async function sendEventWith(sql: Sql, registry: TaskRegistry, now: Clock
 
 export const EVENT_LIST_LIMIT = { default: 50, max: 200 } as const;
 
+/** The filters of listEvents: what PostgreSQL could not take (a NUL, an id past bigint) is refused here, as for listJobs. */
+const listEventsQuerySchema = z.object({
+  name: eventNameSchema.optional(),
+  key: eventKeySchema.optional(),
+  // nextCursor is the last event's id: a positive bigint.
+  cursor: z.string().refine(isJobId, 'not a cursor from a previous page').optional(),
+});
+
 export async function listEventsWith(sql: Sql, p: { name?: string | undefined; key?: string | undefined; cursor?: string | undefined; limit?: number | undefined }) {
   const limit = Math.min(Math.max(1, p.limit ?? EVENT_LIST_LIMIT.default), EVENT_LIST_LIMIT.max);
-  const beforeId = p.cursor !== undefined && /^\d{1,19}$/.test(p.cursor) ? p.cursor : null;
+  const query = listEventsQuerySchema.safeParse({ name: p.name, key: p.key, cursor: p.cursor });
+  if (!query.success) throw new SkiplockError('invalid_request', 'invalid event query', toIssues(query.error));
+  const beforeId = p.cursor ?? null;
   const rows = await sql.query(listEvents({ name: p.name ?? null, key: p.key ?? null, beforeId, limit: limit + 1 }));
   const events = rows.slice(0, limit).map(mapEvent);
   return { events, nextCursor: rows.length > limit ? events[events.length - 1]!.id : null };

@@ -6,6 +6,7 @@
  *   await skiplock.tick({ budgetMs: 25_000 });
  */
 import { SkiplockError } from '../core/errors.ts';
+import { findUnstorableJson } from '../core/json.ts';
 import type { Job, TickResult } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
@@ -253,10 +254,17 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
   /**
    * A POST to a callback URL: `token` is the URL's last segment. `completed` (its job wakes with
    * `{ data }`), `used` (already completed, or timed out: nothing written), or `unknown` (a wrong
-   * token, or no such callback). Data over one step's output limit (256 KiB of JSON) is refused
-   * (SkiplockError payload_too_large) and writes nothing.
+   * token, or no such callback). Checked after the token, writing nothing and leaving the
+   * callback open: data over one step's output limit (256 KiB of JSON) is refused (SkiplockError
+   * payload_too_large), and data that JSON or PostgreSQL cannot hold — a NUL or a lone surrogate
+   * in a string or a key — too (SkiplockError invalid_request).
    */
   completeCallback(token: string, data: unknown): Promise<'completed' | 'used' | 'unknown'>;
+  /**
+   * Whether `token` (a callback URL's last segment) was signed by this deployment: its HMAC
+   * checks out. Reads and writes nothing; the HTTP API asks it before reading a callback's body.
+   */
+  isCallbackToken(token: string): Promise<boolean>;
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
@@ -429,6 +437,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     // A send that woke or started jobs (or asked RUNNING ones to stop) makes due work now.
     sendEvent: async (input) => after(await sendEventWith(sql, registry, now(), input, await traceparent()), (r) => (r.woken + r.started + r.cancelled > 0 ? undefined : null)),
     listEvents: (query = {}) => listEventsWith(sql, query),
+    isCallbackToken: async (token) => typeof token === 'string' && (await callbacks?.verify(token)) != null,
     async completeCallback(token, data) {
       const named = typeof token === 'string' ? await callbacks?.verify(token) : null;
       if (!named) return 'unknown';
@@ -488,3 +497,4 @@ function migratingFirst(sql: Sql, migrations: readonly Migration[]): Sql {
     close: () => sql.close(),
   };
 }
+

@@ -8,6 +8,8 @@
 import { expect, test } from 'vitest';
 import { FAN_OUT_HEADER, fanOutOnBacklog, serveFanOut } from '../../src/platform/cloudflare/fan-out.ts';
 import type { Deployment, Env } from '../../src/platform/cloudflare/deployment.ts';
+import { createTokenGuard } from '../../src/http/auth.ts';
+import { platformSource } from '../../src/http/token-throttle.ts';
 
 function fakeDeployment(maxParallelTicks: number) {
   const ticks: Record<string, unknown>[] = [];
@@ -16,6 +18,7 @@ function fakeDeployment(maxParallelTicks: number) {
     basePath: '/skiplock',
     alarmTick: { budgetMs: 25_000, marginMs: 1_000, concurrency: 5 },
     skiplock: { tickIfDue: async (options: Record<string, unknown>) => void ticks.push(options) },
+    tokenGuard: createTokenGuard(platformSource('cloudflare')),
   } as unknown as Deployment;
   return { deployment, ticks };
 }
@@ -51,4 +54,16 @@ test('a fan-out request: 202 and a forced tick ending by the deadline; without t
   expect(ticks[0]!.budgetMs as number).toBeLessThanOrEqual(10_000);
   expect((await serveFanOut(request('tok', Date.now() + 500), env, deployment))?.status).toBe(204); // too late to tick
   expect(ticks).toHaveLength(1);
+});
+
+test('a source held for wrong tokens is left to the app (429) even with the right token: the fan-out route tells it nothing', async () => {
+  const env = { API_TOKEN: 'tok-0123456789abcdef' } as Env;
+  const { deployment, ticks } = fakeDeployment(4);
+  const from = (ip: string) => new Request('https://skiplock/skiplock/v1/tick', { method: 'POST', headers: { 'cf-connecting-ip': ip } });
+  for (let i = 0; i < 6; i++) await deployment.tokenGuard.check(from('203.0.113.9'), env, 'wrong', [env.API_TOKEN]);
+  const request = (ip: string) =>
+    new Request('https://skiplock/skiplock/v1/tick', { method: 'POST', headers: { 'cf-connecting-ip': ip, authorization: `Bearer ${env.API_TOKEN}`, [FAN_OUT_HEADER]: String(Date.now() + 10_000) } });
+  expect(await serveFanOut(request('203.0.113.9'), env, deployment)).toBeUndefined();
+  expect(ticks).toHaveLength(0);
+  expect((await serveFanOut(request('198.51.100.7'), env, deployment))?.status).toBe(202);
 });

@@ -122,3 +122,14 @@ test('a backlog fans out to maxParallelTicks invocations, which do not fan out a
   // 30 × 200 ms on 2 slots is 3 s alone; on 3 invocations about 1 s.
   expect(ms).toBeLessThan(2_800);
 });
+
+test('a source held for wrong tokens (the last X-Forwarded-For hop) gets 429 on the cron route too, even with CRON_SECRET: it cannot tell a right secret from a wrong one there', async () => {
+  const tick = (secret: string, from: string) => handler.fetch(new Request(`${ORIGIN}/v1/tick`, { headers: { authorization: `Bearer ${secret}`, 'x-forwarded-for': from } }));
+  for (let i = 0; i < 6; i++) expect((await tick('wrong-secret-0123456789', '203.0.113.9')).status).toBe(401);
+  const before = statements;
+  const held = await tick(CRON_SECRET, '203.0.113.9');
+  expect(held.status).toBe(429);
+  expect(held.headers.get('retry-after')).toMatch(/^\d+$/);
+  expect(statements).toBe(before);
+  expect((await tick(CRON_SECRET, '198.51.100.7')).status).toBe(200);
+});

@@ -22,12 +22,11 @@ import { jobsPage } from './pages/jobs.ts';
 import { overviewPage } from './pages/overview.ts';
 import { schedulesPage } from './pages/schedules.ts';
 import { page, type DashboardDeps } from './respond.ts';
-import { createLoginThrottle } from './login-throttle.ts';
 import { bulkAction, bulkConfirmPage, restart } from './versions.ts';
 import { createDashboardSessions } from './session.ts';
 
 export function registerDashboardRoutes(app: App, routeDeps: RouteDeps): void {
-  const deps: DashboardDeps = { ...routeDeps, sessions: createDashboardSessions(routeDeps.apiToken), loginThrottle: createLoginThrottle() };
+  const deps: DashboardDeps = { ...routeDeps, sessions: createDashboardSessions(routeDeps.apiToken) };
   app.get('/', page(deps, (request) => overviewPage(deps, request)));
   app.get('/jobs', page(deps, (request) => jobsPage(deps, request)));
   // Before /jobs/:id, which would take "bulk" for an id.

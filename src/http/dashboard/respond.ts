@@ -10,15 +10,12 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { SkiplockError } from '../../core/errors.ts';
 import type { RouteDeps } from '../app-types.ts';
 import { STATUS_OF } from '../errors.ts';
-import type { LoginThrottle } from './login-throttle.ts';
 import type { Html } from './format.ts';
 import { layout, type Section } from './layout.ts';
 import type { DashboardSessions } from './session.ts';
 
 export interface DashboardDeps extends RouteDeps {
   sessions: DashboardSessions;
-  /** Failed logins of this instance, to slow down guessing (login-throttle.ts). */
-  loginThrottle: LoginThrottle;
 }
 
 /** What a page handler gets. */

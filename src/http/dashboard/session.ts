@@ -17,8 +17,6 @@ export const SESSION_TTL_SECONDS = 12 * 3600;
 const encoder = new TextEncoder();
 
 export interface DashboardSessions {
-  /** True when `token` is the API token (constant time). */
-  isApiToken(token: string): Promise<boolean>;
   /** Sets the session cookie on the response. */
   start(c: Context): Promise<void>;
   /** Clears it. */
@@ -39,7 +37,6 @@ export function createDashboardSessions(apiToken: string, clock: () => number = 
   const sessionFor = async (expires: number) => `${expires}.${await sign(`session:${expires}`)}`;
 
   return {
-    isApiToken: (token) => safeEqual(token, apiToken),
     async start(c) {
       const expires = Math.floor(clock() / 1000) + SESSION_TTL_SECONDS;
       setCookie(c, SESSION_COOKIE, await sessionFor(expires), {

@@ -1,5 +1,7 @@
 /** /v1/events: send an event, list events; /v1/callbacks/{token}: complete a ctx.createCallback (issue 24). */
+import type { MiddlewareHandler } from 'hono';
 import { createRoute } from '../zod-openapi.ts';
+import type { Skiplock } from '../../runtime/skiplock.ts';
 import { SkiplockError } from '../../core/errors.ts';
 import { eventToJson } from '../../runtime/events.ts';
 import type { App, RouteDeps } from '../app-types.ts';
@@ -92,4 +94,17 @@ export function registerEventRoutes(app: App, deps: RouteDeps): void {
     deps.startWork(c);
     return c.json({ ok: true }, 200);
   });
+}
+
+/**
+ * A callback URL's token, checked before anything reads the body (app.ts registers it ahead of the
+ * body limit and the JSON parser): a stranger's POST is 404 whatever it sends, and never makes the
+ * deployment buffer or parse a megabyte.
+ */
+export function requireCallbackToken(skiplock: Skiplock): MiddlewareHandler {
+  return async (c, next) => {
+    const token = c.req.param('token');
+    if (token === undefined || token.length > 1000 || !(await skiplock.isCallbackToken(token))) throw new SkiplockError('not_found', 'no such callback');
+    await next();
+  };
 }

@@ -7,7 +7,7 @@ import { createRoute } from '../zod-openapi.ts';
 import * as z from 'zod';
 import { SkiplockError } from '../../core/errors.ts';
 import type { App, RouteDeps } from '../app-types.ts';
-import { bearerToken, safeEqual } from '../auth.ts';
+import { bearerToken, tooManyFailures } from '../auth.ts';
 import { bearerSecurity, DeepHealth, errorResponses, Health, jsonContent } from '../schemas.ts';
 
 /** A database that does not answer within this is down, as far as a health check can tell. */
@@ -28,12 +28,14 @@ const healthRoute = createRoute({
   security: [{}, ...bearerSecurity],
 });
 
-export function registerHealthRoutes(app: App, { skiplock, apiToken }: RouteDeps): void {
+export function registerHealthRoutes(app: App, { skiplock, apiToken, tokenGuard }: RouteDeps): void {
   app.openapi(healthRoute, async (c) => {
     const { deep } = c.req.valid('query');
     if (deep !== '1' && deep !== 'true') return c.json({ ok: true }, 200);
     const token = bearerToken(c.req.header('authorization'));
-    if (token === undefined || !(await safeEqual(token, apiToken))) throw new SkiplockError('unauthorized', 'GET /healthz?deep=1 needs Authorization: Bearer <API_TOKEN>');
+    const checked = token === undefined ? undefined : await tokenGuard.check(c.req.raw, c.env, token, [apiToken]);
+    if (checked && !checked.ok && checked.waitMs > 0) return tooManyFailures(c, checked.waitMs) as never; // a 429 the route's typed responses do not list
+    if (!checked?.ok) throw new SkiplockError('unauthorized', 'GET /healthz?deep=1 needs Authorization: Bearer <API_TOKEN>');
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const schema = await Promise.race([

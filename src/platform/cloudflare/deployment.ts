@@ -22,6 +22,8 @@
 import { createAppOrNotice, longestJobTimeoutMs } from '../../http/app.ts';
 import type { App } from '../../http/app-types.ts';
 import { mount, type Mounted } from '../../http/mount.ts';
+import { createTokenGuard, type TokenGuard } from '../../http/auth.ts';
+import { platformSource } from '../../http/token-throttle.ts';
 import type { Schedule } from '../../runtime/schedule-definition.ts';
 import { createSkiplock, type Skiplock, type SkiplockConfig } from '../../runtime/skiplock.ts';
 import type { TaskList } from '../../runtime/task-types.ts';
@@ -98,6 +100,8 @@ export interface Deployment<Tasks extends TaskList = TaskList> {
   /** MAX_PARALLEL_TICKS (fan-out.ts). */
   maxParallelTicks: number;
   basePath: string | undefined;
+  /** The app's counts of wrong tokens: the fan-out route leaves a held source to the app (429). */
+  tokenGuard: TokenGuard;
 }
 
 /** Connections one Workers invocation may have waiting for response headers; a seventh waits for one of them. */
@@ -146,18 +150,20 @@ function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sql
   const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), ...config, sql, idleCheckMs });
   skiplock.setWakeDriver(workerWakeDriver(env, skiplock, httpTick, alarmMode, store));
   // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the rest of the Worker works.
+  const tokenGuard = createTokenGuard(platformSource('cloudflare'));
   const app = createAppOrNotice({
     skiplock,
     apiToken: env.API_TOKEN,
     cronSecret: env.CRON_SECRET,
     metricsToken: env.METRICS_TOKEN,
     platform: 'cloudflare',
+    tokenGuard,
     tick: httpTick,
     maxJobTimeoutMs,
     // No runInBackground: every write that makes due work starts its tick through the wake driver.
   });
   const maxParallelTicks = intFromEnv(env.MAX_PARALLEL_TICKS, parallel ?? DEFAULT_MAX_PARALLEL_TICKS, 'MAX_PARALLEL_TICKS');
-  return { skiplock, app, http: mount(app, basePath), cronTick, alarmTick, alarmMode, idleCheckMs, maxParallelTicks, basePath };
+  return { skiplock, app, http: mount(app, basePath), cronTick, alarmTick, alarmMode, idleCheckMs, maxParallelTicks, basePath, tokenGuard };
 }
 
 /** TICKER, checked against the binding: "alarm" without SKIPLOCK_TICKER is a clear error, unset falls back to "cron". */

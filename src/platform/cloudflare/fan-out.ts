@@ -40,6 +40,8 @@ export function fanOutOnBacklog(env: Env, deployment: Deployment, deadline: numb
 export async function serveFanOut(request: Request, env: Env, deployment: Deployment): Promise<Response | undefined> {
   const deadline = Number(request.headers.get(FAN_OUT_HEADER));
   if (request.method !== 'POST' || !(deadline > 0) || new URL(request.url).pathname !== `${normalizeBasePath(deployment.basePath)}${FAN_OUT_PATH}`) return undefined;
+  // A source held for wrong tokens gets the app's 429 here too: this route must not tell it a right token from a wrong one.
+  if (deployment.tokenGuard.held(request, env)) return undefined;
   const token = bearerToken(request.headers.get('authorization') ?? undefined);
   if (token === undefined || !env.API_TOKEN || !(await safeEqual(token, env.API_TOKEN))) return undefined; // the app answers 401
   const budgetMs = Math.min(deployment.alarmTick.budgetMs ?? 25_000, Math.floor(deadline - Date.now()));

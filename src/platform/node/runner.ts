@@ -37,6 +37,13 @@ export interface NodeRunnerOptions {
   intervalMs?: number;
   /** On stop: how long running jobs may take to finish before they are released, in ms. Default 10 000. */
   drainMs?: number;
+  /**
+   * Who a request comes from, for slowing down wrong tokens (AppOptions.clientAddress). Default:
+   * the socket's address. Behind a reverse proxy every request comes from the proxy, so one
+   * stranger's wrong tokens would hold everyone: read the header your proxy sets, e.g.
+   * `(request) => request.headers.get('x-real-ip') ?? undefined`.
+   */
+  clientAddress?: (request: Request) => string | undefined;
 }
 
 export interface NodeRunner {
@@ -62,6 +69,7 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
     cronSecret: options.cronSecret,
     metricsToken: options.metricsToken,
     platform: 'node',
+    ...(options.clientAddress ? { clientAddress: options.clientAddress } : {}),
     tick: { ...options.tick, budgetMs: options.requestTickBudgetMs ?? 30_000, ...stopping },
     // No runInBackground: an enqueue wakes the loop below through the wake driver.
   });

@@ -13,7 +13,7 @@
  *
  * Any other request to the route (API_TOKEN: a person, a script) is the app's explicit tick.
  */
-import { bearerToken, safeEqual } from '../../http/auth.ts';
+import { bearerToken, safeEqual, type TokenGuard } from '../../http/auth.ts';
 import { normalizeBasePath } from '../../http/mount.ts';
 import type { TickResult } from '../../core/types.ts';
 import type { Skiplock } from '../../runtime/skiplock.ts';
@@ -35,6 +35,8 @@ export interface VercelCronOptions {
   maxParallelTicks: number;
   /** Calls the tick route (a test passes the handler itself). Default: fetch. */
   fetch?: (request: Request) => Promise<Response>;
+  /** The app's counts of wrong tokens: a held source is left to the app (429), so this route tells it nothing. */
+  tokenGuard?: TokenGuard;
 }
 
 /** Answers the cron's request, or resolves undefined for any other request (the app serves it). */
@@ -48,6 +50,7 @@ export function createVercelCron(options: VercelCronOptions): (request: Request,
 
   return async (request, arrivedAt) => {
     if (request.method !== 'GET' || !cronSecret || new URL(request.url).pathname !== tickPath) return undefined;
+    if (options.tokenGuard?.held(request)) return undefined;
     const token = bearerToken(request.headers.get('authorization') ?? undefined);
     if (token === undefined || !(await safeEqual(token, cronSecret))) return undefined; // the app answers (API_TOKEN, or 401)
 

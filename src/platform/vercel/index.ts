@@ -11,6 +11,8 @@
 import { waitUntil } from '@vercel/functions';
 import { createAppOrNotice, longestJobTimeoutMs } from '../../http/app.ts';
 import { mount, type Mounted } from '../../http/mount.ts';
+import { createTokenGuard } from '../../http/auth.ts';
+import { platformSource } from '../../http/token-throttle.ts';
 import { createSkiplock, type Skiplock, type SkiplockConfig } from '../../runtime/skiplock.ts';
 import type { TaskList } from '../../runtime/task-types.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
@@ -143,8 +145,9 @@ function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, max
   // The wake state in the Runtime Cache, one entry per database and task list (wake-store.ts).
   const store = createRuntimeCacheWakeStore({ key: wakeStateKey(env.DATABASE_URL, [...skiplock.tasks.keys()], (config.schedules ?? []).map((s) => s.name)) });
   skiplock.setWakeDriver(vercelWakeDriver(skiplock, tick, store));
+  const tokenGuard = createTokenGuard(platformSource('vercel'));
   const cron = createVercelCron({
-    skiplock, tick, store, cronSecret: env.CRON_SECRET, basePath,
+    skiplock, tick, store, cronSecret: env.CRON_SECRET, basePath, tokenGuard,
     maxParallelTicks: intFromEnv(env.MAX_PARALLEL_TICKS, maxParallelTicks ?? DEFAULT_MAX_PARALLEL_TICKS, 'MAX_PARALLEL_TICKS'),
   });
   // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the project's other routes work.
@@ -154,6 +157,7 @@ function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, max
     cronSecret: env.CRON_SECRET,
     metricsToken: env.METRICS_TOKEN,
     platform: 'vercel',
+    tokenGuard,
     tick,
     maxJobTimeoutMs: longestJobTimeoutMs(tick), // every tick here has this budget: a longer job is refused at enqueue
     // No runInBackground: every write that makes due work starts its tick through the wake driver.
