@@ -24,7 +24,10 @@ export interface NodeRunnerOptions {
   metricsToken?: string;
   /** Port to listen on; 0 picks a free one. Default 8787. */
   port?: number;
-  /** Address to listen on. Default '127.0.0.1'. */
+  /**
+   * Address to listen on. Default '127.0.0.1': this machine only, so unreachable from outside a
+   * container; '0.0.0.0' listens on every interface (src/app/node.ts: HOST, default 0.0.0.0).
+   */
   hostname?: string;
   /** Options of every tick (concurrency, pollIntervalMs, leaseMs, …). */
   tick?: TickOptions;
@@ -35,8 +38,15 @@ export interface NodeRunnerOptions {
    * polling. The safety check for work written behind skiplock's back is the skiplock's idleCheckMs.
    */
   intervalMs?: number;
-  /** On stop: how long running jobs may take to finish before they are released, in ms. Default 10 000. */
+  /**
+   * On stop: how long running jobs may take to finish before they are released, in ms. Default
+   * 7 000 (DEFAULT_DRAIN_MS): the release lands about 7.3 s after SIGTERM, inside the shortest
+   * common grace before SIGKILL (`docker stop` 10 s; Kubernetes 30 s, systemd 90 s). Keep it a few
+   * seconds under your platform's grace.
+   */
   drainMs?: number;
+  /** Where the start-up line goes (where it listens, its tasks and schedules). Default: console.log. */
+  log?: (line: string) => void;
 }
 
 export interface NodeRunner {
@@ -51,10 +61,13 @@ const LOOP_BUDGET_MS = 24 * 3600 * 1000 + 60_000;
 /** After a failed tick (the database did not answer), the loop tries again this soon. */
 const RETRY_AFTER_FAILURE_MS = 5_000;
 
+/** The default drainMs: the release after it fits `docker stop`'s 10 s grace, with seconds to spare. */
+export const DEFAULT_DRAIN_MS = 7_000;
+
 export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeRunner> {
   const { skiplock } = options;
   const shutdown = new AbortController();
-  const stopping = { signal: shutdown.signal, drainMs: options.drainMs ?? 10_000 };
+  const stopping = { signal: shutdown.signal, drainMs: options.drainMs ?? DEFAULT_DRAIN_MS };
   // A missing or short secret: the routes answer 503 naming it, and the loop still ticks.
   const app = createAppOrNotice({
     skiplock,
@@ -74,12 +87,15 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
     },
   });
 
-  const server = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname: options.hostname ?? '127.0.0.1' });
+  const hostname = options.hostname ?? '127.0.0.1';
+  const server = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
   });
   const { port } = server.address() as AddressInfo;
+  const url = `http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}`;
+  (options.log ?? console.log)(startLine(skiplock, url, hostname, stopping.drainMs));
 
   const loop = (async () => {
     while (!shutdown.signal.aborted) {
@@ -107,7 +123,7 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
   })();
 
   return {
-    url: `http://${options.hostname ?? '127.0.0.1'}:${port}`,
+    url,
     port,
     async stop() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -118,4 +134,17 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
       await closed;
     },
   };
+}
+
+/** What the runner says once it listens: where, what it runs, and how it stops. */
+function startLine(skiplock: Skiplock, url: string, hostname: string, drainMs: number): string {
+  const local = ['127.0.0.1', 'localhost', '::1'].includes(hostname);
+  const list = (names: readonly string[]) => (names.length > 0 ? names.join(', ') : 'none');
+  return [
+    `[skiplock] Node runner listening on ${url}`,
+    ...(local ? [` (this machine only: pass hostname: '0.0.0.0', or HOST=0.0.0.0 to src/app/node.ts, to accept connections from outside, as in a container)`] : []),
+    `; tasks: ${list([...skiplock.tasks.keys()])}`,
+    `; schedules: ${list(skiplock.schedules.map((s) => s.name))}`,
+    `; drains running jobs for ${drainMs / 1000} s on stop`,
+  ].join('');
 }
