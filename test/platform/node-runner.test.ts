@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../../src/dev/embedded-postgres.ts';
 import { DEFAULT_DRAIN_MS, startNodeRunner, type NodeRunner } from '../../src/platform/node/runner.ts';
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
-import { statement } from '../../src/store/sql.ts';
+import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
 import { exampleSchedules, exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { lines, runEntry, type EntryRun } from '../support/spawn-entry.ts';
@@ -137,6 +137,35 @@ test("the default drain fits docker stop's grace: SIGTERM, then SIGKILL 10 s lat
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 }, 60_000);
+
+test('a conclusion that keeps failing backs off: the loop does not tick again at once (no spin)', async () => {
+  // The statement that says when work is next due fails; everything else works. Before, the wake
+  // state stayed "due now" and the loop ticked again at once: hundreds of statements a second.
+  let statements = 0;
+  let conclusions = 0;
+  const failing: Sql = {
+    ...db.sql,
+    query: (s: Statement) => {
+      statements += 1;
+      if (s.text.startsWith('SELECT false AS uncomputed')) {
+        conclusions += 1;
+        return Promise.reject(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }));
+      }
+      return db.sql.query(s);
+    },
+  } as Sql;
+  const spinning = createSkiplock({ sql: failing, tasks: exampleTasks, log: () => {}, retention: false });
+  const runner = await startNodeRunner({ skiplock: spinning, apiToken: TOKEN, port: 0, log: () => {} });
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+  } finally {
+    await runner.stop();
+  }
+  // 3 s of the back-off's shortest waits (50, 100, 200, 400, 800, 1600 ms …) fit at most 6 tries and the first.
+  expect(conclusions).toBeGreaterThan(1);
+  expect(conclusions).toBeLessThanOrEqual(8);
+  expect(statements).toBeLessThan(60);
+});
 
 describe('main.ts with a bad configuration: one line on stderr, no stack trace, exit code 1', () => {
   const main = async (env: Record<string, string | undefined>) =>

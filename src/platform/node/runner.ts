@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { createAppOrNotice } from '../../http/app.ts';
 import { isNotMigrated } from '../../runtime/schema-check.ts';
 import type { Skiplock } from '../../runtime/skiplock.ts';
+import { retryDelayMs } from '../../runtime/retry-backoff.ts';
 import type { TickOptions } from '../../runtime/tick.ts';
 import { sleep } from '../../runtime/wake.ts';
 
@@ -58,8 +59,6 @@ export interface NodeRunner {
 
 // The loop's ticks must fit the longest job timeout an enqueue accepts (24 h); an idle tick ends early.
 const LOOP_BUDGET_MS = 24 * 3600 * 1000 + 60_000;
-/** After a failed tick (the database did not answer), the loop tries again this soon. */
-const RETRY_AFTER_FAILURE_MS = 5_000;
 
 /** The default drainMs: the release after it fits `docker stop`'s 10 s grace, with seconds to spare. */
 export const DEFAULT_DRAIN_MS = 7_000;
@@ -98,6 +97,10 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
   (options.log ?? console.log)(startLine(skiplock, url, hostname, stopping.drainMs));
 
   const loop = (async () => {
+    // Ticks in a row that threw or could not say when work is next due (the conclusion statement
+    // failed, leaving the state "due now"): each waits the back-off (retry-backoff.ts) instead of
+    // ticking again at once, which would send the failing statement hundreds of times a second.
+    let failures = 0;
     while (!shutdown.signal.aborted) {
       // Set before the tick: a wake during it makes the next sleep end at once.
       let woken = false;
@@ -105,19 +108,22 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
         woken = true;
       };
       plannedAt = Date.now();
+      let failure: unknown = 'the wake state was not written';
       const next = await skiplock
         .tickIfDue({ pollIntervalMs: 1_000, ...options.tick, budgetMs: LOOP_BUDGET_MS, untilIdle: true, ...stopping })
         .catch((error: unknown) => {
           if (!isNotMigrated(error)) console.error('[skiplock] tick failed', error); // not_migrated: logged once by the tick
-          return { nextAtMs: Date.now() + RETRY_AFTER_FAILURE_MS };
+          failure = error;
+          return null;
         });
+      failures = next?.concluded ? 0 : failures + 1;
       if (woken || shutdown.signal.aborted) continue;
-      plannedAt = next.nextAtMs;
+      plannedAt = failures > 0 ? Date.now() + retryDelayMs(failures, failure) : next!.nextAtMs;
       const wake = new AbortController();
       cutShort = () => wake.abort();
       const stop = () => wake.abort();
       shutdown.signal.addEventListener('abort', stop, { once: true });
-      await sleep(next.nextAtMs === null ? Infinity : Math.max(0, next.nextAtMs - Date.now()), wake.signal);
+      await sleep(plannedAt === null ? Infinity : Math.max(0, plannedAt - Date.now()), wake.signal);
       shutdown.signal.removeEventListener('abort', stop);
     }
   })();
