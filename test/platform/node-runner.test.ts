@@ -143,29 +143,31 @@ test('a conclusion that keeps failing backs off: the loop does not tick again at
   // state stayed "due now" and the loop ticked again at once: hundreds of statements a second.
   let statements = 0;
   let conclusions = 0;
+  const own = await createTestDb(); // empty: nothing runs, so every tick ends and concludes
   const failing: Sql = {
-    ...db.sql,
+    ...own.sql,
     query: (s: Statement) => {
       statements += 1;
       if (s.text.startsWith('SELECT false AS uncomputed')) {
         conclusions += 1;
         return Promise.reject(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }));
       }
-      return db.sql.query(s);
+      return own.sql.query(s);
     },
   } as Sql;
   const spinning = createSkiplock({ sql: failing, tasks: exampleTasks, log: () => {}, retention: false });
-  const runner = await startNodeRunner({ skiplock: spinning, apiToken: TOKEN, port: 0, log: () => {} });
+  const runner = await startNodeRunner({ skiplock: spinning, apiToken: TOKEN, port: 0, drainMs: 100, log: () => {} });
   try {
     await new Promise((resolve) => setTimeout(resolve, 3_000));
   } finally {
     await runner.stop();
+    await own.drop();
   }
   // 3 s of the back-off's shortest waits (50, 100, 200, 400, 800, 1600 ms …) fit at most 6 tries and the first.
   expect(conclusions).toBeGreaterThan(1);
   expect(conclusions).toBeLessThanOrEqual(8);
   expect(statements).toBeLessThan(60);
-});
+}, 20_000);
 
 describe('main.ts with a bad configuration: one line on stderr, no stack trace, exit code 1', () => {
   const main = async (env: Record<string, string | undefined>) =>
