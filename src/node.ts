@@ -9,7 +9,7 @@
  *   const runner = await startNodeRunner({ skiplock, apiToken: process.env.API_TOKEN!, port: 8787 });
  *   onShutdownSignal(() => runner.stop());
  */
-export { startNodeRunner, type NodeRunner, type NodeRunnerOptions } from './platform/node/runner.ts';
+export { DEFAULT_DRAIN_MS, startNodeRunner, type NodeRunner, type NodeRunnerOptions } from './platform/node/runner.ts';
 export { onShutdownSignal } from './platform/node/signals.ts';
 export {
   ConfigError,

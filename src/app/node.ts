@@ -10,6 +10,7 @@ import { migrations } from '../migrations.ts';
 import {
   ConfigError,
   configErrorLine,
+  DEFAULT_DRAIN_MS,
   databaseUrlFromEnv,
   idleCheckMsFromEnv,
   intFromEnv,
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
   const cronSecret = secretFromEnv(env.CRON_SECRET, 'CRON_SECRET', false);
   const metricsToken = secretFromEnv(env.METRICS_TOKEN, 'METRICS_TOKEN', false);
   const port = portFromEnv(env.PORT, 8787);
-  const drainMs = intFromEnv(env.DRAIN_MS, 10_000, 'DRAIN_MS');
+  const drainMs = intFromEnv(env.DRAIN_MS, DEFAULT_DRAIN_MS, 'DRAIN_MS');
   // TICK_BUDGET_MS is the budget of /v1/tick and of an enqueue's tick; the loop's ticks run until idle.
   const tick = tickOptionsFromEnv(env, { budgetMs: 30_000, pollIntervalMs: 1_000 });
 
@@ -53,7 +54,6 @@ async function main(): Promise<void> {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new ConfigError(`PORT ${port} is in use: stop what uses it or set PORT`);
     throw error;
   });
-  console.log(`[skiplock] listening on ${runner.url}`);
   onShutdownSignal(async (signal) => {
     console.log(`[skiplock] ${signal}: draining`);
     await runner.stop();

@@ -71,6 +71,10 @@ export interface StatsJson {
   oldestQueuedAgeMs: number;
   /** QUEUED or WAITING jobs of tasks the serving deployment does not register, by task (another service may run them). */
   unrunnable: { task: string; queued: number; waiting: number }[];
+  /** The queue's depth, exact: QUEUED due now and not yet, RUNNING, WAITING. */
+  depth: { due: number; scheduled: number; running: number; waiting: number };
+  /** `estimated` when more than 1,000 jobs are DONE: the DONE counts are then estimates; the rest is exact. */
+  doneCount: 'exact' | 'estimated';
 }
 
 /** What a tick did: numbers only, so the JSON is the library's TickResult itself. */

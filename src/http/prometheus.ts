@@ -35,7 +35,7 @@ export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly
   const counter = (name: string, help: string, value: number) => family(name, 'counter', help, [sample(name, value)]);
   const observed = ticks.ticks + ticks.failedTicks;
   const lines = [
-    ...family('skiplock_jobs', 'gauge', 'Jobs in the table, by status and task.', byTask),
+    ...family('skiplock_jobs', 'gauge', 'Jobs in the table, by status and task (DONE estimated beyond 1,000 of them).', byTask),
     ...family(
       'skiplock_jobs_by_status',
       'gauge',
@@ -44,6 +44,8 @@ export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly
     ),
     ...family('skiplock_jobs_unrunnable', 'gauge', 'QUEUED or WAITING jobs of a task this deployment does not register: nothing here can run them.',
       (stats.unrunnable ?? []).map((u) => sample('skiplock_jobs_unrunnable', u.queued + u.waiting, { task: u.task }))),
+    ...family('skiplock_queue_depth', 'gauge', 'The queue, exactly: QUEUED jobs due now (due) and not yet (scheduled), RUNNING, WAITING.',
+      Object.entries(stats.depth ?? {}).map(([state, n]) => sample('skiplock_queue_depth', n, { state }))),
     ...family('skiplock_oldest_queued_age_seconds', 'gauge', 'How long the longest-waiting due QUEUED job has waited past its run time.', [
       sample('skiplock_oldest_queued_age_seconds', stats.oldestQueuedAgeMs / 1000),
     ]),

@@ -61,10 +61,29 @@ export interface JobStats {
   /** How long the longest-waiting due QUEUED job has waited past its runAt, in ms; 0 when none waits. */
   oldestQueuedAgeMs: number;
   /**
+   * The queue's depth: QUEUED jobs due now (`due`) and not yet (`scheduled`: runAt, delay, backoff,
+   * debounce), RUNNING and WAITING. Always exact (read through the indexes of unfinished jobs).
+   */
+  depth: QueueDepth;
+  /**
+   * `exact`, or `estimated` when more than 1,000 jobs are DONE: `counts.DONE` is then the table's
+   * size as the planner estimates it less the other jobs, and each task's DONE that share of it
+   * that its jobs have among the newest 1,000 DONE (docs/operations.md, "What a scrape costs").
+   * Every other count is exact.
+   */
+  doneCount: 'exact' | 'estimated';
+  /**
    * QUEUED or WAITING jobs of tasks this deployment does not register, by task: nothing here can
    * run them (src/runtime/unrunnable.ts). Another service sharing the table may.
    */
   unrunnable: UnrunnableTask[];
+}
+
+export interface QueueDepth {
+  due: number;
+  scheduled: number;
+  running: number;
+  waiting: number;
 }
 
 export interface CancelResult {
@@ -335,13 +354,36 @@ function toStats(row: Row | undefined): Omit<JobStats, 'unrunnable'> {
   const counts = zeroCounts();
   // A Map, then fromEntries: a task may well be called "__proto__".
   const byTask = new Map<string, CountsByStatus>();
-  for (const [status, task, n] of (row?.groups ?? []) as [JobStatus, string, number][]) {
+  const depth: QueueDepth = { due: 0, scheduled: 0, running: 0, waiting: 0 };
+  const add = (status: JobStatus, task: string, n: number) => {
     counts[status] += n;
     const forTask = byTask.get(task) ?? zeroCounts();
     forTask[status] += n;
     byTask.set(task, forTask);
+  };
+  for (const [status, task, n, scheduled] of (row?.live ?? []) as [JobStatus, string, number, number][]) {
+    add(status, task, n);
+    if (status === 'QUEUED') {
+      depth.scheduled += scheduled;
+      depth.due += n - scheduled;
+    } else if (status === 'RUNNING') depth.running += n;
+    else if (status === 'WAITING') depth.waiting += n;
   }
-  return { counts, byTask: Object.fromEntries(byTask), oldestQueuedAgeMs: Math.round(Number(row?.oldest_queued_age_ms ?? 0)) };
+  // The newest DONE jobs: all of them (exact), or a sample scaled to the estimated total.
+  const sample = (row?.done_sample ?? []) as [string, number][];
+  const sampled = Number(row?.done_sampled ?? 0);
+  const total = row?.done_estimate ?? row?.done_exact;
+  const estimated = total !== null && total !== undefined;
+  const scale = estimated && sampled > 0 ? Number(total) / sampled : 1;
+  for (const [task, n] of sample) add('DONE', task, Math.round(n * scale));
+  if (estimated) counts.DONE = Number(total);
+  return {
+    counts,
+    byTask: Object.fromEntries(byTask),
+    oldestQueuedAgeMs: Math.round(Number(row?.oldest_queued_age_ms ?? 0)),
+    depth,
+    doneCount: estimated ? 'estimated' : 'exact',
+  };
 }
 
 /*

@@ -147,6 +147,8 @@ const PRUNE_INTERVAL_MS = 60_000;
 export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperations, ScheduleOperations, FlowOperations {
   readonly sql: Sql;
   readonly tasks: TaskRegistry;
+  /** The static schedules this instance fires (the `schedules` option). */
+  readonly schedules: readonly Schedule[];
   /** Validates and enqueues one job; the same idempotency key returns the original job. */
   enqueue(input: EnqueueInputOf<Tasks>): Promise<Job>;
   /** Like enqueue, and also says whether the job was created or is an idempotency-key replay. */
@@ -391,6 +393,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
   return {
     sql,
     tasks: registry,
+    schedules: config.schedules ?? [],
     enqueue,
     enqueueWithResult,
     enqueueBatch,

@@ -12,6 +12,7 @@ import type { Job } from '../core/types.ts';
 import { completeAndClaim, releaseUnseenClaims } from '../store/jobs.ts';
 import { mapClaimedJob, toBool } from '../store/rows.ts';
 import type { Row } from '../store/sql.ts';
+import { retryDelayMs } from './retry-backoff.ts';
 import { loadSteps, type StoredStep } from './steps.ts';
 import { asIds, isRefusal, takeBatch, tally, toResultRow, type PendingResult } from './tick-results.ts';
 import { knownJobIds, LEASE_GRACE_MS, leaseProbeDue, startJob, type TickRun } from './tick-run.ts';
@@ -51,8 +52,7 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
     // may the claim: jobs it took are ours but unseen, given back before anything else is claimed.
     pending.unshift(...batch);
     if (limit > 0) run.claimsUnseen = run.claimEverLost = true;
-    deps.log('warn', 'tick statement failed; retrying', { error: String(error), failures: run.failures + 1 });
-    return backOff(run);
+    return backOff(run, error, 'tick statement failed; retrying');
   }
   run.failures = 0;
   const summary = rows.find((row) => row.written !== null && row.written !== undefined);
@@ -124,21 +124,26 @@ function onWriteRefused(run: TickRun, batch: PendingResult[], isolated: boolean,
   pending.unshift({ job: bad.job, outcome, suspect: true, rewritten: true });
 }
 
-/** Gives back the jobs a claim whose answer was lost took (see releaseUnseenClaims); false if it failed. */
-export async function giveBackUnseen(run: TickRun): Promise<boolean> {
+/** Gives back the jobs a claim whose answer was lost took (see releaseUnseenClaims); resolves to `{ failed }` if it failed. */
+export async function giveBackUnseen(run: TickRun): Promise<{ failed: unknown } | null> {
   run.statements += 1;
   try {
     const released = await run.deps.sql.query<{ id: string }>(releaseUnseenClaims({ now: run.deps.now(), workerId: run.workerId, known: knownJobIds(run) }));
     if (released.length > 0) run.deps.log('warn', 'gave back jobs claimed by a statement whose answer was lost', { jobs: released.map((r) => String(r.id)) });
-    return true;
+    return null;
   } catch (error) {
-    run.deps.log('warn', 'giving back unseen claims failed; retrying', { error: String(error) });
-    return false;
+    return { failed: error };
   }
 }
 
-/** After a failed statement: 200 ms, doubling to 3.2 s, never past the deadline. */
-export async function backOff(run: TickRun): Promise<void> {
+/**
+ * After a failed statement of the loop: logged with how many failed in a row and the wait, then
+ * the wait of src/runtime/retry-backoff.ts (100 ms doubling, jittered, to 1 s while the connection
+ * is lost, to 5 s otherwise), never past the deadline. A statement that succeeds resets the count.
+ */
+export async function backOff(run: TickRun, error: unknown, message: string): Promise<void> {
   run.failures += 1;
-  await run.wakeup.sleep(Math.min(100 * 2 ** Math.min(run.failures, 5), Math.max(0, run.deadline - run.elapsed())));
+  const retryInMs = retryDelayMs(run.failures, error);
+  run.deps.log('warn', message, { error: String(error), failures: run.failures, retryInMs });
+  await run.wakeup.sleep(Math.min(retryInMs, Math.max(0, run.deadline - run.elapsed())));
 }

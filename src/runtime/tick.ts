@@ -59,7 +59,10 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
   }
   // Once more at the end: a lost statement may have committed after the give-back above. Jobs
   // still pending (results unwritten at the deadline) are known: the reaper returns those.
-  if (run.claimEverLost) await giveBackUnseen(run);
+  if (run.claimEverLost) {
+    const giveBack = await giveBackUnseen(run);
+    if (giveBack) run.deps.log('warn', 'giving back unseen claims failed; the reaper returns them when their leases expire', { error: String(giveBack.failed) });
+  }
   return run.counts;
 }
 
@@ -78,13 +81,11 @@ function checkDeadline(run: TickRun): boolean {
 }
 
 async function giveBackPhase(run: TickRun): Promise<void> {
-  if (await giveBackUnseen(run)) {
-    run.claimsUnseen = false;
-    run.failures = 0;
-    run.queueEmpty = false;
-  } else {
-    await backOff(run);
-  }
+  const giveBack = await giveBackUnseen(run);
+  if (giveBack) return backOff(run, giveBack.failed, 'giving back unseen claims failed; retrying');
+  run.claimsUnseen = false;
+  run.failures = 0;
+  run.queueEmpty = false;
 }
 
 /** Fires due schedules: at the start, then when a claiming statement said one is due, at most every fireIntervalMs. */

@@ -170,18 +170,50 @@ export function retryJob(p: { now: Clock; id: string }): Statement {
   );
 }
 
+/** stats() counts at most this many DONE jobs; beyond, their number is estimated (jobStats). */
+export const STATS_DONE_EXACT_LIMIT = 1_000;
+
 /**
- * Counts by status and task, and how long the longest-waiting due QUEUED job has waited past
- * its run_at (0 when none is due). Returns one row: `groups` as [[status, task, count], …].
+ * Counts by status and task without reading the DONE rows that are most of a large table, and how
+ * long the longest-waiting due QUEUED job has waited past its run_at (0 when none is due). One row:
+ *   - `live` as [[status, task, n, scheduled], …]: every job not DONE, counted exactly through the
+ *     partial index job_unfinished_id_idx (`status <> 'DONE'`, migration 004), `scheduled` being
+ *     the QUEUED ones not due yet;
+ *   - `done_sample` as [[task, n], …]: the newest DONE jobs, at most $2 + 1 of them
+ *     (job_status_id_idx), and `done_sampled`, how many;
+ *   - `done_estimate`: when more than $2 are DONE, the planner's estimate of the table's rows
+ *     (reltuples per page × the pages it has now, as the planner scales it) less the live jobs;
+ *     null when the table was never analyzed (then `done_exact`, a count, is the fallback).
+ * The lag reads job_claim_idx (QUEUED only).
  */
-export function jobStats(p: { now: Clock }): Statement {
+export function jobStats(p: { now: Clock; doneLimit?: number }): Statement {
   return statement(
-    `SELECT
-       (SELECT coalesce(jsonb_agg(jsonb_build_array(status, task, n)), '[]'::jsonb)
-          FROM (SELECT status, task, count(*)::int AS n FROM skiplock.job GROUP BY status, task) g) AS groups,
+    `WITH live AS (
+       SELECT status, task, count(*)::int AS n,
+              count(*) FILTER (WHERE status = 'QUEUED' AND run_at > ${NOW})::int AS scheduled
+         FROM skiplock.job WHERE status <> 'DONE' GROUP BY status, task
+     ),
+     done_sample AS (SELECT task FROM skiplock.job WHERE status = 'DONE' ORDER BY id DESC LIMIT $2::int + 1),
+     sampled AS (SELECT count(*)::int AS n FROM done_sample),
+     estimate AS (
+       SELECT CASE WHEN c.reltuples > 0 AND c.relpages > 0
+                   THEN greatest((SELECT n FROM sampled),
+                                 round(c.reltuples / c.relpages * (pg_relation_size(c.oid) / current_setting('block_size')::float8))
+                                   - (SELECT coalesce(sum(n), 0) FROM live))::bigint
+              END AS rows
+         FROM pg_class c WHERE c.oid = 'skiplock.job'::regclass
+     )
+     SELECT
+       (SELECT coalesce(jsonb_agg(jsonb_build_array(status, task, n, scheduled)), '[]'::jsonb) FROM live) AS live,
+       (SELECT coalesce(jsonb_agg(jsonb_build_array(task, n)), '[]'::jsonb)
+          FROM (SELECT task, count(*)::int AS n FROM done_sample GROUP BY task) t) AS done_sample,
+       (SELECT n FROM sampled) AS done_sampled,
+       CASE WHEN (SELECT n FROM sampled) > $2::int THEN (SELECT rows FROM estimate) END AS done_estimate,
+       CASE WHEN (SELECT n FROM sampled) > $2::int AND (SELECT rows FROM estimate) IS NULL
+            THEN (SELECT count(*) FROM skiplock.job WHERE status = 'DONE') END AS done_exact,
        (SELECT coalesce(greatest(0, extract(epoch FROM ${NOW} - min(run_at)) * 1000), 0)::float8
           FROM skiplock.job WHERE status = 'QUEUED' AND run_at <= ${NOW}) AS oldest_queued_age_ms`,
-    [clock(p.now)],
+    [clock(p.now), p.doneLimit ?? STATS_DONE_EXACT_LIMIT],
   );
 }
 

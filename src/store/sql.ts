@@ -63,3 +63,23 @@ export async function batchDeadlockSafe(sql: Sql, statements: Statement[]): Prom
     }
   }
 }
+
+/** Node's socket errors that mean the database could not be reached or the connection dropped. */
+const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+
+/**
+ * Whether a driver error means the connection was lost or refused (the database restarting, a
+ * network cut), not that the database refused the statement: SQLSTATE class 08 (connection
+ * exception) or 57P01–57P03 (shutdown, starting up), a socket error, pg's "Connection terminated"
+ * or its connect timeout, a fetch that failed (Neon over HTTP).
+ */
+export function isConnectionLost(error: unknown): boolean {
+  const code = sqlState(error);
+  if (code !== undefined) return code.startsWith('08') || /^57P0[123]$/.test(code);
+  const errno = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (typeof errno === 'string' && SOCKET_ERRORS.has(errno)) return true;
+  const message = error instanceof Error ? error.message : '';
+  if (/Connection terminated|timeout exceeded when trying to connect|fetch failed/i.test(message)) return true;
+  // Node reports a refused dual-stack "localhost" as an AggregateError of socket errors.
+  return error instanceof AggregateError && error.errors.some(isConnectionLost);
+}

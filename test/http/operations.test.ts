@@ -20,7 +20,7 @@ describe('GET /v1/stats and /v1/tick', () => {
   test('counts by status and task, the oldest due job, and a tick that runs them', async () => {
     const empty = await t.call('GET', '/v1/stats');
     expect(empty.status).toBe(200);
-    expect(await empty.json()).toEqual({ counts: { QUEUED: 0, RUNNING: 0, WAITING: 0, DONE: 0, DEAD: 0, CANCELLED: 0 }, byTask: {}, oldestQueuedAgeMs: 0, unrunnable: [] });
+    expect(await empty.json()).toEqual({ counts: { QUEUED: 0, RUNNING: 0, WAITING: 0, DONE: 0, DEAD: 0, CANCELLED: 0 }, byTask: {}, oldestQueuedAgeMs: 0, unrunnable: [], depth: { due: 0, scheduled: 0, running: 0, waiting: 0 }, doneCount: 'exact' });
 
     await enqueue({ task: 'echo', payload: { message: 'a' }, runAt: '2000-01-01T00:00:00Z' });
     await enqueue({ task: 'echo', payload: { message: 'b' } });

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { createAppOrNotice } from '../../http/app.ts';
 import { isNotMigrated } from '../../runtime/schema-check.ts';
 import type { Skiplock } from '../../runtime/skiplock.ts';
+import { retryDelayMs } from '../../runtime/retry-backoff.ts';
 import type { TickOptions } from '../../runtime/tick.ts';
 import { sleep } from '../../runtime/wake.ts';
 
@@ -24,7 +25,10 @@ export interface NodeRunnerOptions {
   metricsToken?: string;
   /** Port to listen on; 0 picks a free one. Default 8787. */
   port?: number;
-  /** Address to listen on. Default '127.0.0.1'. */
+  /**
+   * Address to listen on. Default '127.0.0.1': this machine only, so unreachable from outside a
+   * container; '0.0.0.0' listens on every interface (src/app/node.ts: HOST, default 0.0.0.0).
+   */
   hostname?: string;
   /** Options of every tick (concurrency, pollIntervalMs, leaseMs, …). */
   tick?: TickOptions;
@@ -35,7 +39,12 @@ export interface NodeRunnerOptions {
    * polling. The safety check for work written behind skiplock's back is the skiplock's idleCheckMs.
    */
   intervalMs?: number;
-  /** On stop: how long running jobs may take to finish before they are released, in ms. Default 10 000. */
+  /**
+   * On stop: how long running jobs may take to finish before they are released, in ms. Default
+   * 7 000 (DEFAULT_DRAIN_MS): the release lands about 7.3 s after SIGTERM, inside the shortest
+   * common grace before SIGKILL (`docker stop` 10 s; Kubernetes 30 s, systemd 90 s). Keep it a few
+   * seconds under your platform's grace.
+   */
   drainMs?: number;
   /**
    * Who a request comes from, for slowing down wrong tokens (AppOptions.clientAddress). Default:
@@ -44,6 +53,8 @@ export interface NodeRunnerOptions {
    * `(request) => request.headers.get('x-real-ip') ?? undefined`.
    */
   clientAddress?: (request: Request) => string | undefined;
+  /** Where the start-up line goes (where it listens, its tasks and schedules). Default: console.log. */
+  log?: (line: string) => void;
 }
 
 export interface NodeRunner {
@@ -55,13 +66,14 @@ export interface NodeRunner {
 
 // The loop's ticks must fit the longest job timeout an enqueue accepts (24 h); an idle tick ends early.
 const LOOP_BUDGET_MS = 24 * 3600 * 1000 + 60_000;
-/** After a failed tick (the database did not answer), the loop tries again this soon. */
-const RETRY_AFTER_FAILURE_MS = 5_000;
+
+/** The default drainMs: the release after it fits `docker stop`'s 10 s grace, with seconds to spare. */
+export const DEFAULT_DRAIN_MS = 7_000;
 
 export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeRunner> {
   const { skiplock } = options;
   const shutdown = new AbortController();
-  const stopping = { signal: shutdown.signal, drainMs: options.drainMs ?? 10_000 };
+  const stopping = { signal: shutdown.signal, drainMs: options.drainMs ?? DEFAULT_DRAIN_MS };
   // A missing or short secret: the routes answer 503 naming it, and the loop still ticks.
   const app = createAppOrNotice({
     skiplock,
@@ -82,14 +94,21 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
     },
   });
 
-  const server = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname: options.hostname ?? '127.0.0.1' });
+  const hostname = options.hostname ?? '127.0.0.1';
+  const server = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
   });
   const { port } = server.address() as AddressInfo;
+  const url = `http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}`;
+  (options.log ?? console.log)(startLine(skiplock, url, hostname, stopping.drainMs));
 
   const loop = (async () => {
+    // Ticks in a row that threw or could not say when work is next due (the conclusion statement
+    // failed, leaving the state "due now"): each waits the back-off (retry-backoff.ts) instead of
+    // ticking again at once, which would send the failing statement hundreds of times a second.
+    let failures = 0;
     while (!shutdown.signal.aborted) {
       // Set before the tick: a wake during it makes the next sleep end at once.
       let woken = false;
@@ -97,25 +116,28 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
         woken = true;
       };
       plannedAt = Date.now();
+      let failure: unknown = 'the wake state was not written';
       const next = await skiplock
         .tickIfDue({ pollIntervalMs: 1_000, ...options.tick, budgetMs: LOOP_BUDGET_MS, untilIdle: true, ...stopping })
         .catch((error: unknown) => {
           if (!isNotMigrated(error)) console.error('[skiplock] tick failed', error); // not_migrated: logged once by the tick
-          return { nextAtMs: Date.now() + RETRY_AFTER_FAILURE_MS };
+          failure = error;
+          return null;
         });
+      failures = next?.concluded ? 0 : failures + 1;
       if (woken || shutdown.signal.aborted) continue;
-      plannedAt = next.nextAtMs;
+      plannedAt = failures > 0 ? Date.now() + retryDelayMs(failures, failure) : next!.nextAtMs;
       const wake = new AbortController();
       cutShort = () => wake.abort();
       const stop = () => wake.abort();
       shutdown.signal.addEventListener('abort', stop, { once: true });
-      await sleep(next.nextAtMs === null ? Infinity : Math.max(0, next.nextAtMs - Date.now()), wake.signal);
+      await sleep(plannedAt === null ? Infinity : Math.max(0, plannedAt - Date.now()), wake.signal);
       shutdown.signal.removeEventListener('abort', stop);
     }
   })();
 
   return {
-    url: `http://${options.hostname ?? '127.0.0.1'}:${port}`,
+    url,
     port,
     async stop() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -126,4 +148,17 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
       await closed;
     },
   };
+}
+
+/** What the runner says once it listens: where, what it runs, and how it stops. */
+function startLine(skiplock: Skiplock, url: string, hostname: string, drainMs: number): string {
+  const local = ['127.0.0.1', 'localhost', '::1'].includes(hostname);
+  const list = (names: readonly string[]) => (names.length > 0 ? names.join(', ') : 'none');
+  return [
+    `[skiplock] Node runner listening on ${url}`,
+    ...(local ? [` (this machine only: pass hostname: '0.0.0.0', or HOST=0.0.0.0 to src/app/node.ts, to accept connections from outside, as in a container)`] : []),
+    `; tasks: ${list([...skiplock.tasks.keys()])}`,
+    `; schedules: ${list(skiplock.schedules.map((s) => s.name))}`,
+    `; drains running jobs for ${drainMs / 1000} s on stop`,
+  ].join('');
 }

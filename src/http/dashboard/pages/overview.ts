@@ -21,7 +21,7 @@ export async function overviewPage(deps: DashboardDeps, { now }: PageRequest): P
     skiplock.flowStatus(),
   ]);
   const body = html`<h1>Overview</h1>
-<p class="subtitle">${plural(total(stats.counts), 'job')} in the table · ${plural(schedules.length, 'schedule')}${nextCursor ? ' (the first by name; there are more)' : ''}</p>
+<p class="subtitle">${stats.doneCount === 'estimated' ? 'about ' : ''}${plural(total(stats.counts), 'job')} in the table · ${plural(schedules.length, 'schedule')}${nextCursor ? ' (the first by name; there are more)' : ''}</p>
 ${alerts(stats, schedules, now, unclaimable)}
 ${statCards(stats)}
 <section class="card"><h2>Finished and failed, last 60 minutes</h2>${activityChart(activity)}</section>
