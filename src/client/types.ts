@@ -73,7 +73,7 @@ export interface StatsJson {
   unrunnable: { task: string; queued: number; waiting: number }[];
   /** The queue's depth, exact: QUEUED due now and not yet, RUNNING, WAITING. */
   depth: { due: number; scheduled: number; running: number; waiting: number };
-  /** `estimated` when more than 1,000 jobs are DONE: the DONE counts are then estimates; the rest is exact. */
+  /** `estimated` when more than 10,000 jobs are DONE: the DONE counts are then estimates; the rest is exact. */
   doneCount: 'exact' | 'estimated';
 }
 

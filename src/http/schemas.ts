@@ -258,7 +258,7 @@ export const Stats = z
       .openapi({ description: 'The queue\'s depth, exact: QUEUED jobs due now and not yet (runAt, delay, backoff, debounce), RUNNING, WAITING.' }),
     doneCount: z
       .enum(['exact', 'estimated'])
-      .openapi({ description: '`estimated` when more than 1,000 jobs are DONE: counts.DONE (and each task\'s) is then estimated from the table\'s size; every other count is exact.' }),
+      .openapi({ description: '`estimated` when more than 10,000 jobs are DONE: counts.DONE (and each task\'s) is then estimated from the table\'s size; every other count is exact.' }),
     unrunnable: z
       .array(z.object({ task: z.string(), queued: z.number().int(), waiting: z.number().int() }))
       .openapi({ description: 'QUEUED or WAITING jobs of tasks this deployment does not register (renamed, removed, or another service’s), by task: nothing here can run them. A deployment knows its own tasks only: another service sharing the table may run them.' }),

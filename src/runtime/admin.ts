@@ -66,9 +66,9 @@ export interface JobStats {
    */
   depth: QueueDepth;
   /**
-   * `exact`, or `estimated` when more than 1,000 jobs are DONE: `counts.DONE` is then the table's
+   * `exact`, or `estimated` when more than 10,000 jobs are DONE: `counts.DONE` is then the table's
    * size as the planner estimates it less the other jobs, and each task's DONE that share of it
-   * that its jobs have among the newest 1,000 DONE (docs/operations.md, "What a scrape costs").
+   * that its jobs have among the newest 10,000 DONE (docs/operations.md, "What a scrape costs").
    * Every other count is exact.
    */
   doneCount: 'exact' | 'estimated';

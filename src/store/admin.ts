@@ -171,7 +171,7 @@ export function retryJob(p: { now: Clock; id: string }): Statement {
 }
 
 /** stats() counts at most this many DONE jobs; beyond, their number is estimated (jobStats). */
-export const STATS_DONE_EXACT_LIMIT = 1_000;
+export const STATS_DONE_EXACT_LIMIT = 10_000;
 
 /**
  * Counts by status and task without reading the DONE rows that are most of a large table, and how
