@@ -29,6 +29,7 @@ import type { Task } from './runtime/task.ts';
 import { databaseUrlProblem, describeConnectionError } from './store/drivers/database-url.ts';
 import { jobToJson } from './store/rows.ts';
 import { migrations } from './store/migrations-data.ts';
+import { migrationGapNote } from './store/migrate.ts';
 import { taskToJson } from './runtime/admin.ts';
 import { eventToJson } from './runtime/events.ts';
 import { importTasksModule, rerunWithTypeStripping, TasksModuleError } from './cli/tasks-module.ts';
@@ -36,7 +37,8 @@ import { importTasksModule, rerunWithTypeStripping, TasksModuleError } from './c
 const USAGE = `usage: skiplock <command> [options]
 
 commands:
-  migrate                          apply pending migrations (safe to run from several places at once)
+  migrate                          apply pending migrations (safe to run from several places at once);
+                                   prints {"applied", "alreadyApplied", "note"} (the note: numbers never used)
   enqueue <task> [payload-json]    enqueue one job; prints {"job", "created"}
       --run-at ISO | --delay-ms N  when it becomes due (default: now)
       --priority N  --max-attempts N  --timeout-ms N  --idempotency-key K
@@ -201,7 +203,10 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
   switch (command) {
     case 'migrate': {
       expectArgs(args, 0);
-      return skiplock.migrate(migrations);
+      const result = await skiplock.migrate(migrations);
+      // The list skips 7: say why, where the user reads the list.
+      const note = migrationGapNote(migrations.map((m) => m.id));
+      return note === undefined ? result : { ...result, note };
     }
     case 'enqueue': {
       if (args.length < 1 || args.length > 2) throw new UsageError('enqueue takes <task> and an optional payload (JSON)');

@@ -202,3 +202,11 @@ describe('--tasks <module>, the built CLI under plain node', () => {
     expect(js.json.tasks.map((t: { name: string }) => t.name)).toContain('shout');
   });
 });
+
+test('migrate says why a number is missing from the list (there is no migration 7)', async () => {
+  const result = await cli(['migrate']);
+  expect(result.code, result.stderr).toBe(0);
+  expect([...result.json.applied, ...result.json.alreadyApplied]).not.toContain(7);
+  expect(result.json.alreadyApplied).toEqual(expect.arrayContaining([6, 8]));
+  expect(result.json.note).toMatch(/^there is no migration 7: never used \(.*006 and 008.*\); the numbers need not be consecutive$/);
+});
