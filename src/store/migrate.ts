@@ -96,6 +96,14 @@ export function migrationGapNote(ids: readonly number[]): string | undefined {
   return `${each.join('; ')}; the numbers need not be consecutive`;
 }
 
+/** "1, 2, …, 6, 8, … (there is no migration 7: …)": the ids a start-up applied, for its log line. */
+export function appliedMigrationsText(applied: readonly number[], shipped: readonly number[]): string {
+  if (applied.length === 0) return '';
+  const [lo, hi] = [Math.min(...applied), Math.max(...applied)];
+  const note = migrationGapNote(shipped.filter((id) => id >= lo && id <= hi));
+  return note === undefined ? applied.join(', ') : `${applied.join(', ')} (${note})`;
+}
+
 /** Parses `001_job.sql` into its id; other names are not migrations. */
 export function parseMigrationName(fileName: string): number | undefined {
   const match = /^(\d+)_[\w-]+\.sql$/.exec(fileName);
