@@ -15,7 +15,6 @@ import { join } from 'node:path';
 // The public entry points only, as a user's project would (the Worker side: src/app/worker.ts).
 import { createSkiplock, type Schedule } from '../index.ts';
 import { migrate, migrations } from '../migrations.ts';
-import { appliedMigrationsText } from '../store/migrate.ts';
 import { ConfigError, configErrorLine, databaseUrlFromEnv, onShutdownSignal, portFromEnv, startNodeRunner } from '../node.ts';
 import { createPgDriver } from '../pg.ts';
 import { schedules, tasks } from '../tasks/index.ts';
@@ -84,7 +83,7 @@ async function main(): Promise<Ready> {
   connectingTo = databaseUrl;
   const sql = await started(Promise.resolve(createPgDriver(databaseUrl, { max: 5 })), (sql) => sql.close());
   const { applied } = await migrate(sql, migrations);
-  if (applied.length > 0) console.log(`[start] applied migrations ${appliedMigrationsText(applied, migrations.map((m) => m.id))}`);
+  if (applied.length > 0) console.log(`[start] applied migrations ${applied.join(', ')}`);
 
   if (useNode) {
     const skiplock = createSkiplock({ sql, tasks, schedules });
