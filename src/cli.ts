@@ -11,12 +11,15 @@
  *   skiplock jobs [--status S] [--task T] [--limit N] [--cursor C]
  *   skiplock tick [--budget ms] [--wait]
  *   skiplock jobs retry|cancel|restart|delete --task T --status dead --error-contains E [--dry-run]
- *   skiplock restart <id> [--from-step S]
+ *   skiplock retry <id> | cancel <id> | restart <id> [--from-step S] | job <id>   (also jobs retry|cancel|restart <id>)
  *   skiplock events send <name> [data-json] [--key K] [--idempotency-key K]
+ *
+ * A mistake (an unknown command, argument or option) is one line on stderr with a hint
+ * (`skiplock: unknown command "x" — try: skiplock help`), exit status 2; `skiplock help <command>`
+ * prints that command's part of the usage.
  */
 import { realpathSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SkiplockError } from './core/errors.ts';
 import { JOB_STATUSES, type JobStatus } from './core/types.ts';
@@ -26,13 +29,16 @@ import type { Task } from './runtime/task.ts';
 import { databaseUrlProblem, describeConnectionError } from './store/drivers/database-url.ts';
 import { jobToJson } from './store/rows.ts';
 import { migrations } from './store/migrations-data.ts';
+import { migrationGapNote } from './store/migrate.ts';
 import { taskToJson } from './runtime/admin.ts';
 import { eventToJson } from './runtime/events.ts';
+import { importTasksModule, rerunWithTypeStripping, TasksModuleError } from './cli/tasks-module.ts';
 
 const USAGE = `usage: skiplock <command> [options]
 
 commands:
-  migrate                          apply pending migrations (safe to run from several places at once)
+  migrate                          apply pending migrations (safe to run from several places at once);
+                                   prints {"applied", "alreadyApplied", "note"} (the note: numbers never used)
   enqueue <task> [payload-json]    enqueue one job; prints {"job", "created"}
       --run-at ISO | --delay-ms N  when it becomes due (default: now)
       --priority N  --max-attempts N  --timeout-ms N  --idempotency-key K
@@ -43,9 +49,13 @@ commands:
   tasks                            each task's counts by status, paused or active; prints {"tasks"}
   pause <task>                     no tick claims the task's jobs until resumed (schedules keep firing)
   resume <task>                    claim the task's jobs again
+  job <id>                         one job; prints {"job"} (also: jobs <id>)
+  retry <id>                       a DEAD or CANCELLED job queued again, due now; prints {"job"}
+  cancel <id>                      a job not yet finished cancelled (a RUNNING one is asked to stop); prints {"job", "outcome"}
   jobs                             list jobs, newest first; prints {"jobs", "nextCursor"}
       --status S  --task T  --limit N (1-500, default 50)  --cursor C
                                    S: ${JOB_STATUSES.map((s) => s.toLowerCase()).join(', ')} (any case)
+  jobs retry|cancel|restart <id>   one job, as retry <id>, cancel <id>, restart <id>
   jobs retry|cancel|restart|delete every job matching the filter, in chunks; prints {"matched", "changed"}
                                    (--dry-run: {"matched", "changed": 0, "wouldChange"})
       --task T  --status S[,S…]  --error-contains E  --created-before ISO  --created-after ISO  --key K
@@ -66,11 +76,15 @@ commands:
       --wait                       keep polling for due jobs until the budget ends (default: stop when idle)
 
 options for every command:
-  --tasks <module>                 also register the tasks a module exports as \`tasks\` (or default)
-  --help
+  --tasks <module>                 also register the tasks a module exports as \`tasks\` (or default); a .ts
+                                   module needs a Node that runs TypeScript (22.6 or later; 22.18+ by itself)
+  --help                           this text; skiplock help <command>: that command's part
 
 environment: DATABASE_URL (required)
-exit status: 0 ok, 1 refused or failed (the error as JSON on stderr), 2 usage`;
+exit status: 0 ok, 1 refused or failed (the error as JSON on stderr), 2 a mistake in the command (one line on stderr)`;
+
+/** Every command, for the unknown-command answer and \`skiplock help <command>\`. */
+const COMMANDS = ['migrate', 'enqueue', 'reschedule', 'tasks', 'pause', 'resume', 'job', 'retry', 'cancel', 'jobs', 'replay', 'restart', 'events', 'dev', 'tick', 'help'] as const;
 
 class UsageError extends Error {}
 
@@ -115,17 +129,39 @@ export async function main(argv: readonly string[], options: CliOptions = {}): P
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
   } catch (error) {
-    return usage(error instanceof Error ? error.message : String(error));
+    return mistake(parseProblem(error), argv.find((a) => !a.startsWith('-')));
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
   if (values.help || command === 'help') {
-    process.stdout.write(`${USAGE}\n`);
+    process.stdout.write(`${helpFor(command === 'help' ? rest[0] : command)}\n`);
     return 0;
   }
-  if (command === undefined) return usage('missing command');
+  if (command === undefined) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  if (!(COMMANDS as readonly string[]).includes(command)) return mistake(`unknown command ${JSON.stringify(command)}${didYouMean(command)}`);
+
+  // --tasks before the database: a module this Node cannot load is said in one line, before anything runs.
+  let tasks = options.tasks ?? [];
+  if (values.tasks !== undefined) {
+    try {
+      const loaded = await importTasksModule(values.tasks);
+      if ('rerun' in loaded) return await rerunWithTypeStripping(argv);
+      tasks = withModuleTasks(tasks, loaded.exports, values.tasks);
+    } catch (error) {
+      if (!(error instanceof TasksModuleError || error instanceof UsageError)) throw error;
+      process.stderr.write(`skiplock: ${error.message}\n`);
+      return 2;
+    }
+  }
+
   const url = process.env.DATABASE_URL;
-  if (!url) return usage('DATABASE_URL is not set');
+  if (!url) {
+    process.stderr.write('skiplock: DATABASE_URL is not set — set it to your database\'s connection string (postgres://user:password@host:port/database; `npx skiplock dev` prints one for a local database)\n');
+    return 2;
+  }
   const problem = databaseUrlProblem(url);
   if (problem) {
     process.stderr.write(`skiplock: ${problem}\n`);
@@ -143,14 +179,14 @@ export async function main(argv: readonly string[], options: CliOptions = {}): P
   }
   const sql = pgDriver.createPgDriver(url, { max: 2 });
   try {
-    const skiplock = createSkiplock({ sql, tasks: await loadTasks(options.tasks ?? [], values.tasks) });
+    const skiplock = createSkiplock({ sql, tasks });
     const output = await run(skiplock, command, rest, values);
     process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
     // The replay check is for CI: a job the new code would fail fails the step.
     if (command === 'replay' && (output as { failures: unknown[] }).failures.length > 0) return 1;
     return 0;
   } catch (error) {
-    if (error instanceof UsageError) return usage(error.message);
+    if (error instanceof UsageError) return mistake(error.message, command);
     if (error instanceof SkiplockError) {
       const { code, issues } = error;
       // The usual first mistake: the CLI knows only the tasks it is given.
@@ -169,7 +205,10 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
   switch (command) {
     case 'migrate': {
       expectArgs(args, 0);
-      return skiplock.migrate(migrations);
+      const result = await skiplock.migrate(migrations);
+      // The list skips 7: say why, where the user reads the list.
+      const note = migrationGapNote(migrations.map((m) => m.id));
+      return note === undefined ? result : { ...result, note };
     }
     case 'enqueue': {
       if (args.length < 1 || args.length > 2) throw new UsageError('enqueue takes <task> and an optional payload (JSON)');
@@ -211,8 +250,17 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
       const task = command === 'pause' ? await skiplock.pauseTask(args[0]!) : await skiplock.resumeTask(args[0]!);
       return { task: taskToJson(task) };
     }
+    case 'job': {
+      if (args.length !== 1) throw new UsageError('job takes <id>');
+      return showJob(skiplock, args[0]!);
+    }
+    case 'retry':
+    case 'cancel': {
+      if (args.length !== 1) throw new UsageError(`${command} takes <id>`);
+      return oneJob(skiplock, command, args[0]!, values);
+    }
     case 'jobs': {
-      if (args.length > 0) return bulk(skiplock, args, values);
+      if (args.length > 0) return jobsWith(skiplock, args, values);
       const status = values.status?.toUpperCase();
       if (status !== undefined && !(JOB_STATUSES as readonly string[]).includes(status))
         throw new UsageError(`--status must be one of ${JOB_STATUSES.join(', ')}`);
@@ -235,7 +283,7 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
     }
     case 'restart': {
       if (args.length !== 1) throw new UsageError('restart takes <id>');
-      return { job: jobToJson(await skiplock.restartJob(args[0]!, { fromStep: values['from-step'] ?? null })) };
+      return oneJob(skiplock, 'restart', args[0]!, values);
     }
     case 'events':
       return runEvents(skiplock, args, values);
@@ -261,12 +309,39 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
 }
 
 const BULK_ACTIONS = ['retry', 'cancel', 'restart', 'delete'] as const;
+const FILTERS = ['task', 'status', 'error-contains', 'created-before', 'created-after', 'key', 'dry-run'] as const;
+
+/** `jobs <id>`, `jobs <action> <id>` (one job) or `jobs <action> --filters…` (bulk). */
+async function jobsWith(skiplock: Skiplock, args: string[], values: Values): Promise<unknown> {
+  const [action, ...ids] = args as [string, ...string[]];
+  if (args.length === 1 && /^\d+$/.test(action)) return showJob(skiplock, action);
+  if (!(BULK_ACTIONS as readonly string[]).includes(action))
+    throw new UsageError(`jobs takes no argument, a job id, or one of ${BULK_ACTIONS.join(', ')}; got ${JSON.stringify(action)}`);
+  if (ids.length === 0) return bulk(skiplock, action as (typeof BULK_ACTIONS)[number], values);
+  if (ids.length > 1) throw new UsageError(`jobs ${action} takes one job id at a time, or filters (--task, --status, …)`);
+  if (action === 'delete') throw new UsageError('jobs delete works on a filter (--task, --status, …), not on a job id');
+  if (FILTERS.some((name) => values[name] !== undefined)) throw new UsageError(`jobs ${action} takes a job id or filters (--task, --status, …), not both`);
+  return oneJob(skiplock, action as 'retry' | 'cancel' | 'restart', ids[0]!, values);
+}
+
+/** One job's retry, cancel or restart, as the HTTP API's POST /v1/jobs/:id/<action>. */
+async function oneJob(skiplock: Skiplock, action: 'retry' | 'cancel' | 'restart', id: string, values: Values): Promise<unknown> {
+  if (action === 'cancel') {
+    const { job, outcome } = await skiplock.cancelJob(id);
+    return { job: jobToJson(job), outcome };
+  }
+  if (action === 'retry') return { job: jobToJson(await skiplock.retryJob(id)) };
+  return { job: jobToJson(await skiplock.restartJob(id, { fromStep: values['from-step'] ?? null })) };
+}
+
+async function showJob(skiplock: Skiplock, id: string): Promise<unknown> {
+  const job = await skiplock.getJob(id);
+  if (!job) throw new SkiplockError('not_found', `no job ${JSON.stringify(id)}`);
+  return { job: jobToJson(job) };
+}
 
 /** `jobs <action> --filters…`: skiplock.bulk (docs/operations.md, "Bulk operations"). */
-async function bulk(skiplock: Skiplock, args: string[], values: Values) {
-  const [action, extra] = args;
-  if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
-  if (!(BULK_ACTIONS as readonly string[]).includes(action!)) throw new UsageError(`jobs takes no argument, or one of ${BULK_ACTIONS.join(', ')}`);
+async function bulk(skiplock: Skiplock, action: (typeof BULK_ACTIONS)[number], values: Values) {
   const where: Record<string, unknown> = {};
   if (values.task !== undefined) where.task = values.task;
   if (values.status !== undefined) where.status = values.status.split(',').map((s) => s.trim());
@@ -275,17 +350,15 @@ async function bulk(skiplock: Skiplock, args: string[], values: Values) {
   if (values['created-after'] !== undefined) where.createdAfter = values['created-after'];
   if (values.key !== undefined) where.key = values.key;
   return skiplock.bulk({
-    action: action as (typeof BULK_ACTIONS)[number],
+    action,
     where,
     ...(values['dry-run'] ? { dryRun: true } : {}),
     ...(values['from-step'] !== undefined ? { fromStep: values['from-step'] } : {}),
   });
 }
 
-/** The given tasks, plus those of --tasks; the latter win by name. */
-async function loadTasks(given: readonly Task[], modulePath: string | undefined): Promise<readonly Task[]> {
-  if (modulePath === undefined) return given;
-  const module = (await import(pathToFileURL(resolve(modulePath)).href)) as { tasks?: unknown; default?: unknown };
+/** The given tasks, plus those the --tasks module exports; the latter win by name. */
+function withModuleTasks(given: readonly Task[], module: Record<string, unknown>, modulePath: string): readonly Task[] {
   const own = module.tasks ?? module.default;
   if (!Array.isArray(own)) throw new UsageError(`${modulePath} must export an array of tasks as \`tasks\` or as its default export`);
   const names = new Set((own as Task[]).map((task) => task.name));
@@ -309,9 +382,56 @@ function parseJson(text: string): unknown {
   }
 }
 
-function usage(message: string): number {
-  process.stderr.write(`skiplock: ${message}\n\n${USAGE}\n`);
+/** A mistake in the command: one line with a hint, exit status 2. */
+function mistake(message: string, command?: string): number {
+  const topic = command !== undefined && (COMMANDS as readonly string[]).includes(command) && command !== 'help' ? ` ${command}` : '';
+  process.stderr.write(`skiplock: ${message} — try: skiplock help${topic}\n`);
   return 2;
+}
+
+/** parseArgs' errors, shortened to what the user typed. */
+function parseProblem(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown }).code;
+  const option = /'(-[^' ]+)/.exec(message)?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) return `unknown option ${option}`;
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option)
+    return message.includes('does not take an argument') ? `${option} takes no value` : `${option} needs a value`;
+  return message.split('\n')[0]!;
+}
+
+/** `skiplock help <command>`: the usage lines of that command (the whole usage for anything else). */
+function helpFor(command: string | undefined): string {
+  if (command === undefined || command === 'help' || !(COMMANDS as readonly string[]).includes(command)) return USAGE;
+  const lines = USAGE.split('\n');
+  const from = lines.indexOf('commands:') + 1;
+  const entries: string[] = [];
+  let keep = false;
+  for (const line of lines.slice(from)) {
+    if (line === '') break;
+    const name = /^ {2}(\S+)/.exec(line)?.[1];
+    if (name !== undefined) keep = name === command;
+    if (keep) entries.push(line);
+  }
+  const common = lines.slice(lines.indexOf('options for every command:'));
+  return [`usage: skiplock ${command} …`, '', ...entries, '', ...common].join('\n');
+}
+
+/** ` (did you mean retry?)` for a command one or two edits away from one. */
+function didYouMean(command: string): string {
+  const close = COMMANDS.filter((known) => editDistance(command.toLowerCase(), known) <= 2).sort((a, b) => editDistance(command, a) - editDistance(command, b))[0];
+  return close === undefined ? '' : ` (did you mean ${close}?)`;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++)
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -31,7 +31,7 @@ export type { CheckReplayInput, CheckReplayResult, ReplayFailure } from './runti
 export { defineSchedule, scheduleInputSchema, type Schedule, type ScheduleDefinition, type ScheduleInput } from './runtime/schedule-definition.ts';
 export { scheduleToJson, type ListSchedulesOptions, type PutScheduleResult, type ScheduleInfo, type SchedulePage } from './runtime/schedules.ts';
 export type { CatchUp, Overlap } from './core/schedule.ts';
-export { ChildJobError, PermanentError, SkiplockError, type ErrorCode, type ErrorIssue } from './core/errors.ts';
+export { ChildJobError, NotMigratedError, PermanentError, SkiplockError, type ErrorCode, type ErrorIssue } from './core/errors.ts';
 export type { SchemaStatus } from './store/schema.ts';
 export type { Backoff, BackoffOptions } from './core/backoff.ts';
 export type { Job, JobChild, JobDetail, JobStatus, JobStep, StepKind, StepStatus, TickResult } from './core/types.ts';

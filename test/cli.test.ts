@@ -138,12 +138,15 @@ test('jobs --status waiting lists WAITING parents (durable steps); the help name
   expect(help.stdout).toContain('queued, running, waiting, done, dead, cancelled');
 });
 
-test('usage errors exit 2', async () => {
-  for (const args of [[], ['frobnicate'], ['jobs', '--status', 'SOON'], ['jobs', '--limit', 'ten'], ['enqueue'], ['migrate', 'extra'], ['tick', '--bogus']]) {
+test('usage errors exit 2, in one line with a hint (test/cli-ux.test.ts has more); no command prints the usage', async () => {
+  for (const args of [['frobnicate'], ['jobs', '--status', 'SOON'], ['jobs', '--limit', 'ten'], ['enqueue'], ['migrate', 'extra'], ['tick', '--bogus']]) {
     const run = await cli(args);
     expect(run.code, args.join(' ')).toBe(2);
-    expect(run.stderr).toContain('usage: skiplock');
+    expect(run.stderr.trim(), args.join(' ')).toMatch(/^skiplock: [^\n]+ — try: skiplock help( \w+)?$/);
   }
+  const bare = await cli([]);
+  expect(bare.code).toBe(2);
+  expect(bare.stderr).toContain('usage: skiplock');
   const noUrl = await cli(['jobs'], { DATABASE_URL: undefined });
   expect(noUrl.code).toBe(2);
   expect(noUrl.stderr).toContain('DATABASE_URL');

@@ -37,6 +37,21 @@ export class SkiplockError extends Error {
   }
 }
 
+/**
+ * The database lacks skiplock's schema (or a migration this version ships): every call that needs
+ * the database rejects with it until the migrations run. A SkiplockError with code `not_migrated`;
+ * skiplock's own routes answer it as 503. Your own route that enqueues can catch it:
+ * `if (error instanceof NotMigratedError) return new Response('try again later', { status: 503 })`.
+ */
+export class NotMigratedError extends SkiplockError {
+  declare readonly code: 'not_migrated';
+  constructor(message: string, options?: ErrorCauseOptions) {
+    super('not_migrated', message);
+    this.name = 'NotMigratedError';
+    if (options && 'cause' in options) Object.defineProperty(this, 'cause', { value: options.cause, writable: true, configurable: true });
+  }
+}
+
 /** Refuses a count option outside 1…max (a page size, a number of minutes) as invalid_request. */
 export function checkRange(name: string, value: number, max: number): void {
   if (!Number.isInteger(value) || value < 1 || value > max)

@@ -11,7 +11,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { onShutdownSignal } from '../platform/node/signals.ts';
-import { migrate } from '../store/migrate.ts';
+import { appliedMigrationsText, migrate } from '../store/migrate.ts';
 import { migrations } from '../store/migrations-data.ts';
 import { statement, type Sql } from '../store/sql.ts';
 import { portInUse } from './ports.ts';
@@ -112,7 +112,7 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     const sql = createPgDriver(databaseUrl, { max: 1 });
     try {
       const { applied } = await migrate(sql, migrations);
-      if (applied.length > 0) console.log(`[skiplock dev] applied migrations ${applied.join(', ')}`);
+      if (applied.length > 0) console.log(`[skiplock dev] applied migrations ${appliedMigrationsText(applied, migrations.map((m) => m.id))}`);
     } finally {
       await sql.close();
     }

@@ -1,5 +1,11 @@
 /**
- * The README as the package ships it. npm's site, an editor opening node_modules/skiplock and
+ * The README as the package ships it: a user's README. The repository's README is also the
+ * contributor's (`npm install`, `npm start`, `npm test`, the local stack, the example tasks and
+ * their curls, working on this repository); those parts are between
+ * `<!-- repository-only… -->` and `<!-- /repository-only -->` lines, and the package's README
+ * leaves them out (a user of the tarball has no repository to run them in).
+ *
+ * npm's site, an editor opening node_modules/skiplock and
  * any registry mirror show the tarball's README.md, where a link relative to the repository
  * (docs/, examples/, CHANGELOG.md, the bench chart) names a file the tarball does not have.
  * `prepack` rewrites those links to absolute ones into the repository that package.json's
@@ -33,6 +39,31 @@ export function repositoryUrl(manifest: { repository?: string | { url?: string }
   const match = /(?:github\.com[/:]|^github:)([^/\s]+)\/([^/\s#]+?)(?:\.git)?\/?$/.exec(raw ?? '');
   if (!match) throw new Error(`package.json's repository must name a GitHub repository, got ${JSON.stringify(raw)}`);
   return `https://github.com/${match[1]}/${match[2]}`;
+}
+
+const REPOSITORY_ONLY_START = /^<!--\s*repository-only\b.*-->\s*$/;
+const REPOSITORY_ONLY_END = /^<!--\s*\/repository-only\s*-->\s*$/;
+
+/** The markdown without its repository-only parts (and the blank lines they leave doubled). */
+export function withoutRepositoryOnly(markdown: string): string {
+  const kept: string[] = [];
+  let inside: number | undefined;
+  markdown.split('\n').forEach((line, i) => {
+    if (REPOSITORY_ONLY_START.test(line)) {
+      if (inside !== undefined) throw new Error(`README line ${i + 1}: a repository-only part opened inside another (line ${inside + 1})`);
+      inside = i;
+    } else if (REPOSITORY_ONLY_END.test(line)) {
+      if (inside === undefined) throw new Error(`README line ${i + 1}: a repository-only part closed that was not opened`);
+      inside = undefined;
+    } else if (inside === undefined) kept.push(line);
+  });
+  if (inside !== undefined) throw new Error(`README line ${inside + 1}: a repository-only part is never closed`);
+  return kept.join('\n').replace(/\n{3,}/g, '\n\n');
+}
+
+/** The package's README from the repository's: its repository-only parts left out, its links made absolute. */
+export function packageReadme(markdown: string, base: LinkBase): string {
+  return absoluteLinks(withoutRepositoryOnly(markdown), base);
 }
 
 /** The markdown with every relative link and image made absolute; fenced and inline code untouched. */
@@ -70,7 +101,7 @@ function absolute(target: string, base: LinkBase, image: boolean): string {
   return `${base.repository}/${base.isDirectory(decodeURIComponent(path)) ? 'tree' : 'blob'}/${base.ref}/${path}${anchor}`;
 }
 
-/** prepack: README.md rewritten, its original kept. A backup left by an interrupted pack is the original. */
+/** prepack: README.md rewritten (packageReadme), its original kept. A backup left by an interrupted pack is the original. */
 export async function packReadme(root: string): Promise<void> {
   const original = join(root, ORIGINAL);
   if (!existsSync(original)) await copyFile(join(root, README), original);
@@ -81,7 +112,7 @@ export async function packReadme(root: string): Promise<void> {
     isDirectory: (path) => existsSync(join(root, path)) && statSync(join(root, path)).isDirectory(),
   };
   // Replaced in one rename: a test reading the README meanwhile (test/docs) never sees it half written or absent.
-  await writeFile(join(root, `${README}.tmp`), absoluteLinks(await readFile(original, 'utf8'), base));
+  await writeFile(join(root, `${README}.tmp`), packageReadme(await readFile(original, 'utf8'), base));
   await rename(join(root, `${README}.tmp`), join(root, README));
 }
 

@@ -3,7 +3,7 @@
  * broken one, without a statement per request: the schema is read once per instance and, once
  * current, trusted until a skiplock statement fails on a missing table, function or column.
  */
-import { SkiplockError } from '../core/errors.ts';
+import { NotMigratedError, SkiplockError } from '../core/errors.ts';
 import { isUndefinedObjectError, notMigratedMessage, readSchemaStatus, type SchemaStatus } from '../store/schema.ts';
 import type { Sql, Statement } from '../store/sql.ts';
 import type { Logger } from './log.ts';
@@ -27,16 +27,16 @@ export function createSchemaCheck(sql: Sql, log: Logger): SchemaCheck {
         warnedNewer = true;
         log('warn', notMigratedMessage(s));
       }
-      if (s.state === 'missing' || s.state === 'older') throw new SkiplockError('not_migrated', notMigratedMessage(s));
+      if (s.state === 'missing' || s.state === 'older') throw new NotMigratedError(notMigratedMessage(s));
     })).catch((error: unknown) => {
       current = undefined; // checked again next time: a migration may run meanwhile
       throw error;
     });
 
-  const notMigrated = async (error: unknown): Promise<SkiplockError> => {
+  const notMigrated = async (error: unknown): Promise<NotMigratedError> => {
     current = undefined;
     const s = await status().catch(() => undefined);
-    return Object.assign(new SkiplockError('not_migrated', notMigratedMessage(s?.state === 'current' ? undefined : s)), { cause: error });
+    return new NotMigratedError(notMigratedMessage(s?.state === 'current' ? undefined : s), { cause: error });
   };
   const guard = (inner: Sql): Sql => ({
     async query(s) {

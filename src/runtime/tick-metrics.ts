@@ -17,6 +17,11 @@ export interface TickTotals extends TickResult {
   durationSecondsSum: number;
   /** Per TICK_DURATION_BUCKETS entry: ticks that took at most that long (cumulative). */
   durationBuckets: number[];
+  /**
+   * How long ago this instance's last tick ended, in ms (a monotonic clock); null when it has run
+   * none. Nothing records ticks in the database: other instances' ticks are not known here.
+   */
+  lastTickMsAgo: number | null;
 }
 
 export interface TickMetrics {
@@ -27,10 +32,11 @@ export interface TickMetrics {
 }
 
 export function createTickMetrics(): TickMetrics {
-  const totals: TickTotals = {
+  const totals: Omit<TickTotals, 'lastTickMsAgo'> = {
     ...emptyTickResult(),
     ticks: 0, failedTicks: 0, durationSecondsSum: 0, durationBuckets: TICK_DURATION_BUCKETS.map(() => 0),
   };
+  let lastEnded: number | undefined;
   // Every counter of a TickResult, so one added there is counted here too.
   const counted = Object.keys(emptyTickResult()) as (keyof TickResult)[];
 
@@ -53,9 +59,10 @@ export function createTickMetrics(): TickMetrics {
         totals.failedTicks += 1;
         throw error;
       } finally {
-        observe((performance.now() - started) / 1000);
+        lastEnded = performance.now();
+        observe((lastEnded - started) / 1000);
       }
     },
-    totals: () => ({ ...totals, durationBuckets: [...totals.durationBuckets] }),
+    totals: () => ({ ...totals, durationBuckets: [...totals.durationBuckets], lastTickMsAgo: lastEnded === undefined ? null : performance.now() - lastEnded }),
   };
 }

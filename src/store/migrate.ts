@@ -78,6 +78,32 @@ async function appliedElsewhere(sql: Sql, id: number, checksum: string, name: st
   return true;
 }
 
+/**
+ * Numbers no migration has, and why: `migrate` lists ids, and a person reading 6, 8 asks where 7
+ * went. The ids only order the migrations; they need not be consecutive.
+ */
+export const UNUSED_MIGRATION_IDS: Readonly<Record<number, string>> = {
+  7: '006 and 008 were written side by side on two branches, in issue 11, and 007 was left out',
+};
+
+/** One sentence on the numbers missing between the shipped migrations (undefined: none is). */
+export function migrationGapNote(ids: readonly number[]): string | undefined {
+  const sorted = [...ids].sort((a, b) => a - b);
+  const gaps: number[] = [];
+  for (let i = 1; i < sorted.length; i++) for (let id = sorted[i - 1]! + 1; id < sorted[i]!; id++) gaps.push(id);
+  if (gaps.length === 0) return undefined;
+  const each = gaps.map((id) => `there is no migration ${id}: never used${UNUSED_MIGRATION_IDS[id] ? ` (${UNUSED_MIGRATION_IDS[id]})` : ''}`);
+  return `${each.join('; ')}; the numbers need not be consecutive`;
+}
+
+/** "1, 2, …, 6, 8, … (there is no migration 7: …)": the ids a start-up applied, for its log line. */
+export function appliedMigrationsText(applied: readonly number[], shipped: readonly number[]): string {
+  if (applied.length === 0) return '';
+  const [lo, hi] = [Math.min(...applied), Math.max(...applied)];
+  const note = migrationGapNote(shipped.filter((id) => id >= lo && id <= hi));
+  return note === undefined ? applied.join(', ') : `${applied.join(', ')} (${note})`;
+}
+
 /** Parses `001_job.sql` into its id; other names are not migrations. */
 export function parseMigrationName(fileName: string): number | undefined {
   const match = /^(\d+)_[\w-]+\.sql$/.exec(fileName);

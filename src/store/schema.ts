@@ -53,7 +53,9 @@ export function compareSchema(appliedIds: readonly number[], shipped: readonly n
 
 /** The message a deployment gives while its database is not ready: what is wrong, and the two ways to fix it. */
 export function notMigratedMessage(status: SchemaStatus | undefined): string {
-  const fix = 'run `npx skiplock migrate` with DATABASE_URL set (or pass `autoMigrate: migrations` from skiplock/migrations to createSkiplock)';
+  const fix =
+    'run `npx skiplock migrate` with DATABASE_URL set, or migrate from code: pass `autoMigrate: migrations` ' +
+    "(import { migrations } from 'skiplock/migrations') to createWorker, createNextHandlers, createVercelHandler or createSkiplock, whichever your project calls";
   if (status === undefined) return `the database lacks part of skiplock's schema: ${fix}`;
   if (status.state === 'missing') return `the database has no skiplock schema (this skiplock needs migrations up to ${pad(status.expected)}): ${fix}`;
   if (status.state === 'newer')

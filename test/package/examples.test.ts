@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { statement } from '../../src/store/sql.ts';
-import { absoluteLinks, README_REF } from '../../src/dev/packed-readme.ts';
+import { packageReadme, README_REF } from '../../src/dev/packed-readme.ts';
 import { linkTargets } from '../docs/links.ts';
 import { BIN, installExample, NODE, pack, removeDir, ROOT, sh, type PackedPackage } from './install.ts';
 
@@ -96,11 +96,11 @@ describe('the tarball', () => {
     }
   });
 
-  test("its README's links work outside the repository; the repository's README is left as it was", async () => {
+  test("its README is the user's (packed-readme.test.ts), its links work outside the repository; the repository's README is left as it was", async () => {
     const repositoryReadme = await readFile(join(ROOT, 'README.md'), 'utf8');
     const shipped = await readFile(join(packed.dir, 'package', 'README.md'), 'utf8');
     expect(packed.manifest.repository).toEqual({ type: 'git', url: 'git+https://github.com/skiplock/skiplock.git' });
-    expect(shipped).toBe(absoluteLinks(repositoryReadme, {
+    expect(shipped).toBe(packageReadme(repositoryReadme, {
       repository: 'https://github.com/skiplock/skiplock',
       ref: README_REF,
       isDirectory: (path) => existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isDirectory(),

@@ -1,16 +1,17 @@
 /**
- * The README the tarball ships: every link that is relative in the repository (docs/, examples/,
- * CHANGELOG.md, the bench chart) becomes absolute into the repository package.json names, so it
- * works on npm's site and in node_modules; the repository's own README is left as it was.
- * (examples.test.ts checks the same on a real `npm pack`.)
+ * The README the tarball ships: a user's README. The repository README's contributor parts (the
+ * local stack, the example tasks, working on this repository) are left out, and every link that is
+ * relative in the repository (docs/, examples/, CHANGELOG.md, the bench chart) becomes absolute
+ * into the repository package.json names, so it works on npm's site and in node_modules; the
+ * repository's own README is left as it was. (examples.test.ts checks the same on a real `npm pack`.)
  */
 import { existsSync, statSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { absoluteLinks, packReadme, README_REF, repositoryUrl, restoreReadme, type LinkBase } from '../../src/dev/packed-readme.ts';
-import { linkTargets } from '../docs/links.ts';
+import { absoluteLinks, packageReadme, packReadme, README_REF, repositoryUrl, restoreReadme, withoutRepositoryOnly, type LinkBase } from '../../src/dev/packed-readme.ts';
+import { anchors, linkTargets } from '../docs/links.ts';
 import { ROOT } from './install.ts';
 
 const manifest = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
@@ -100,4 +101,62 @@ test('prepack rewrites README.md and keeps its original; postpack puts it back b
   expect(existsSync(join(root, 'README.repository.md'))).toBe(false);
   await restoreReadme(root); // nothing to restore
   expect(await readFile(join(root, 'README.md'), 'utf8')).toBe(original);
+});
+
+describe('the package README is a user\'s README', () => {
+  const repositoryReadme = () => readFile(join(ROOT, 'README.md'), 'utf8');
+  const packed = async () => packageReadme(await repositoryReadme(), { repository: REPO, ref: README_REF, isDirectory: (path) => existsSync(join(ROOT, path)) && statSync(join(ROOT, path)).isDirectory() });
+
+  test('withoutRepositoryOnly leaves out the marked parts; a marker out of place is an error', () => {
+    const text = ['# A', '', '<!-- repository-only: for contributors -->', '## B', 'npm start', '<!-- /repository-only -->', '', '## C', ''].join('\n');
+    expect(withoutRepositoryOnly(text)).toBe('# A\n\n## C\n');
+    expect(() => withoutRepositoryOnly('<!-- repository-only -->\nx\n')).toThrow(/never closed/);
+    expect(() => withoutRepositoryOnly('x\n<!-- /repository-only -->\n')).toThrow(/not opened/);
+    expect(() => withoutRepositoryOnly('<!-- repository-only -->\n<!-- repository-only -->\n')).toThrow(/inside another/);
+  });
+
+  test("the repository's README keeps the contributor's commands and sections", async () => {
+    const readme = await repositoryReadme();
+    for (const text of ['npm install', 'npm start', 'npm test', '## Working on this repository', '## The local stack: `npm start`', '### The example tasks']) expect(readme, text).toContain(text);
+  });
+
+  test('without the contributor sections, with the set-up of each platform, and no anchor into a part it left out', async () => {
+    const readme = await packed();
+    for (const text of ['npm start', 'npm test', 'Working on this repository', '## The local stack', '### The example tasks', 'src/tasks/index.ts', '.skiplock/api-token)'])
+      expect(readme, text).not.toContain(text);
+    for (const text of [
+      '## Add skiplock to your project', 'npm install skiplock zod', '### Cloudflare Workers', '### Vercel and Next.js', '### Node', '### Your first job',
+      '```jsonc\n// wrangler.jsonc', '```toml\n# wrangler.toml', 'npx skiplock migrate', 'NotMigratedError',
+    ])
+      expect(readme, text).toContain(text);
+    // The requirements per platform: the Worker's tools need Node 22; TypeScript on Node is said how to run.
+    expect(readme).toMatch(/\*\*Cloudflare Workers\*\*[^]*?need Node \*\*22\*\*: create-cloudflare 22\.0 or later, wrangler\s+22\.12 or later/);
+    expect(readme).toMatch(/npx tsx main\.ts/);
+    expect(readme).toMatch(/Node 22\.18 or later/);
+    // Its curls name the base path of each platform.
+    expect(readme).toContain('/skiplock');
+    expect(readme).toContain('/api/skiplock');
+    const own = anchors(readme);
+    const dangling = linkTargets(readme).filter((t) => t.startsWith('#') && !own.has(t.slice(1)));
+    expect(dangling).toEqual([]);
+  });
+
+  test("the Worker's configuration says the same in wrangler.jsonc and wrangler.toml (read by wrangler)", async () => {
+    const readme = await packed();
+    const block = (lang: string) => new RegExp('```' + lang + '\\n([^]*?)```').exec(readme)?.[1];
+    const dir = await mkdtemp(join(tmpdir(), 'skiplock-wrangler-'));
+    dirs.push(dir);
+    await mkdir(join(dir, 'src'));
+    await writeFile(join(dir, 'src', 'index.ts'), 'export default {};\n');
+    await writeFile(join(dir, 'wrangler.jsonc'), block('jsonc')!);
+    await writeFile(join(dir, 'wrangler.toml'), block('toml')!);
+    const { unstable_readConfig } = await import('wrangler');
+    const read = (file: string) => {
+      const c = unstable_readConfig({ config: join(dir, file) });
+      return { name: c.name, main: c.main, compatibility_date: c.compatibility_date, minify: c.minify, triggers: c.triggers, durable_objects: c.durable_objects, migrations: c.migrations };
+    };
+    const jsonc = read('wrangler.jsonc');
+    expect(jsonc).toEqual(read('wrangler.toml'));
+    expect(jsonc).toMatchObject({ triggers: { crons: ['* * * * *'] }, durable_objects: { bindings: [{ name: 'SKIPLOCK_TICKER', class_name: 'SkiplockTicker' }] } });
+  });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
-import { migrate, splitStatements } from '../../src/store/migrate.ts';
+import { appliedMigrationsText, migrate, migrationGapNote, splitStatements } from '../../src/store/migrate.ts';
 import { loadMigrations } from '../../src/store/migrations-fs.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
@@ -77,4 +77,14 @@ test('numbers may have gaps, and a lower number merged after a higher one was ap
   } finally {
     await fresh.drop();
   }
+});
+
+test('a number no migration has is explained where the applied ids are listed (issue 30: 6, 8 and no word about 7)', () => {
+  expect(migrationGapNote([1, 2, 3])).toBeUndefined();
+  expect(migrationGapNote([6, 8, 9])).toMatch(/^there is no migration 7: never used \(006 and 008 were written side by side .*\); the numbers need not be consecutive$/);
+  expect(migrationGapNote([1, 4])).toBe('there is no migration 2: never used; there is no migration 3: never used; the numbers need not be consecutive');
+  const shipped = [1, 2, 3, 4, 5, 6, 8, 9, 10];
+  expect(appliedMigrationsText([1, 2, 3, 4, 5, 6, 8, 9, 10], shipped)).toMatch(/^1, 2, 3, 4, 5, 6, 8, 9, 10 \(there is no migration 7: never used/);
+  expect(appliedMigrationsText([9, 10], shipped)).toBe('9, 10');
+  expect(appliedMigrationsText([], shipped)).toBe('');
 });

@@ -22,7 +22,7 @@ export async function overviewPage(deps: DashboardDeps, { now }: PageRequest): P
   ]);
   const body = html`<h1>Overview</h1>
 <p class="subtitle">${stats.doneCount === 'estimated' ? 'about ' : ''}${plural(total(stats.counts), 'job')} in the table · ${plural(schedules.length, 'schedule')}${nextCursor ? ' (the first by name; there are more)' : ''}</p>
-${alerts(stats, schedules, now, unclaimable)}
+${alerts(stats, schedules, now, unclaimable, skiplock.tickTotals().lastTickMsAgo)}
 ${statCards(stats)}
 <section class="card"><h2>Finished and failed, last 60 minutes</h2>${activityChart(activity)}</section>
 ${taskTable(stats)}
@@ -46,8 +46,22 @@ function total(counts: Record<JobStatus, number>): number {
   return JOB_STATUSES.reduce((sum, status) => sum + counts[status], 0);
 }
 
+/**
+ * Due jobs wait and none runs: nothing is ticking right now. What is known of the last tick: this
+ * instance's own (in memory); nothing records the others' (a Worker's alarm or cron runs elsewhere).
+ */
+function waitingForTick(stats: JobStats): boolean {
+  return stats.oldestQueuedAgeMs > 0 && stats.counts.RUNNING === 0;
+}
+
+function lastTickText(lastTickMsAgo: number | null): string {
+  return lastTickMsAgo === null
+    ? 'No tick has run in this instance since it started (ticks may run in another one: an alarm, a cron, another process; nothing records them in the database).'
+    : `This instance last ticked ${formatDuration(lastTickMsAgo)} ago.`;
+}
+
 /** The banner: one line per problem, or a single green line when there is none. */
-function alerts(stats: JobStats, schedules: readonly ScheduleInfo[], now: number, unclaimable: Unclaimable | undefined): Html {
+function alerts(stats: JobStats, schedules: readonly ScheduleInfo[], now: number, unclaimable: Unclaimable | undefined, lastTickMsAgo: number | null): Html {
   const items: { tone: Tone; title: string; href: string; text: string }[] = [];
   if (unclaimable && unclaimable.count > 0)
     items.push({
@@ -74,7 +88,14 @@ function alerts(stats: JobStats, schedules: readonly ScheduleInfo[], now: number
       tone: lagTone,
       title: 'Queue is falling behind',
       href: '/jobs?status=QUEUED',
-      text: `the oldest due job has waited ${formatDuration(stats.oldestQueuedAgeMs)}: are ticks running, and is its task deployed?`,
+      text: `the oldest due job has waited ${formatDuration(stats.oldestQueuedAgeMs)}: are ticks running, and is its task deployed? ${lastTickText(lastTickMsAgo)}`,
+    });
+  else if (waitingForTick(stats))
+    items.push({
+      tone: 'warn',
+      title: 'Due jobs are waiting',
+      href: '/jobs?status=QUEUED',
+      text: `the oldest for ${formatDuration(stats.oldestQueuedAgeMs)}, and no job is running: they start at the next tick (an enqueue's own, the Durable Object's alarm, the minute cron, the Node runner's timer). ${lastTickText(lastTickMsAgo)} If they keep waiting: is anything ticking, and is their task deployed here and not paused?`,
     });
   for (const schedule of schedules) {
     const health = scheduleHealth(schedule, now);
@@ -102,7 +123,7 @@ function statCards(stats: JobStats): Html {
   <a class="stat lag alert-${lag}" href="/jobs?status=QUEUED">
     <div class="label">oldest queued</div>
     <div class="value">${stats.oldestQueuedAgeMs === 0 ? '0 s' : formatDuration(stats.oldestQueuedAgeMs)}</div>
-    <div class="hint">${lag === 'ok' ? 'keeping up' : lag === 'warn' ? 'falling behind' : 'stuck?'}</div></a>
+    <div class="hint">${lag !== 'ok' ? (lag === 'warn' ? 'falling behind' : 'stuck?') : waitingForTick(stats) ? 'waiting for a tick' : 'keeping up'}</div></a>
 </div>`;
 }
 
