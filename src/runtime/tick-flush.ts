@@ -44,7 +44,7 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
         fanIn: batch.some(({ job }) => job.parentId !== null),
         probeLeases,
         register,
-        subscriptions: deps.events?.subscriptions ?? null,
+        subscriptions: probeLeases ? (deps.events?.subscriptions ?? null) : null,
       }),
     );
   } catch (error) {
@@ -62,7 +62,7 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   const summary = rows.find((row) => row.written !== null && row.written !== undefined);
   tally(run.counts, batch, new Set(asIds(summary?.written)), new Set(asIds(summary?.cancelled)), deps.log);
   if (run.probeSchedules && summary) run.scheduleDue = toBool(summary.schedule_due);
-  if (deps.events && summary) run.eventsDue = toBool(summary.events_due);
+  if (probeLeases && deps.events && summary) run.eventsDue = toBool(summary.events_due);
   if (probeLeases && summary) {
     run.lastLeaseProbe = run.elapsed();
     run.reapDue = toBool(summary.reap_due);

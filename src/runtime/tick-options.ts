@@ -90,9 +90,9 @@ export interface TickDeps {
    */
   registration?: { rows: readonly RegisteredTaskRow[]; needed(): boolean; done(): void };
   /**
-   * With `on:` tasks: their subscriptions, probed by every claiming statement (events_due), and the
-   * dispatch of the jobs other senders left pending for them (src/runtime/events.ts), run only
-   * when a claim said some are.
+   * With `on:` tasks: their subscriptions, probed by the claiming statements that probe leases (at
+   * the tick's start, then every reapIntervalMs: events_due), and the dispatch of the jobs other
+   * senders left pending for them (src/runtime/events.ts), run only when a claim said some are.
    */
   events?: { subscriptions: { tasks: readonly string[]; names: readonly string[] }; dispatch(): Promise<{ started: number; more: boolean }> };
   /** Upkeep run beside the reaper (retention: pruning finished jobs, rate-limited by its owner); resolves true when it ran a statement. */

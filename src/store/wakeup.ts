@@ -1,6 +1,6 @@
 /** What a tick asks before it ends: when anything it runs is next due (the wake state, src/runtime/wake-state.ts). */
 import { NOW, clock, type Clock } from './clock.ts';
-import { oldestPendingEvent } from './events.ts';
+import { oldestPendingEvent, subscriptionValues } from './events.ts';
 import { unpaused, type FlowLimitRow } from './jobs.ts';
 import { statement, type Statement } from './sql.ts';
 
@@ -58,7 +58,7 @@ export function msUntilNextWork(p: {
               (SELECT min(locked_until) FROM skiplock.job WHERE status = 'RUNNING' AND task = ANY($2::text[])),${r ? `
               ${nextRetention(n)},` : ''}${s ? `
               -- on: jobs left pending for its tasks by another sender (migration 018).
-              ${oldestPendingEvent(`$${sub}`, `$${sub + 1}`)},` : ''}
+              ${oldestPendingEvent(`$${sub}`, `$${sub + 1}`, `$${sub + 2}`)},` : ''}
               -- Its static schedules by name; its dynamic ones, the first of each task (schedule_task_due_idx,
               -- migration 008). \`enabled IS NOT FALSE\` (enabled is NOT NULL: the same rows) does not imply
               -- schedule_due_idx's predicate: with a skewed task column the planner took that index and
@@ -80,7 +80,7 @@ export function msUntilNextWork(p: {
       clock(p.now), p.tasks, p.budgetMs, p.schedules,
       ...(limited ? [p.tasks.filter((t) => !limitedNames.has(t)), JSON.stringify(p.flowLimits)] : []),
       ...(r ? [r.doneMs, r.cancelledMs, r.deadMs, r.retentionWaitMs] : []),
-      ...(s ? [s.tasks, s.names] : []),
+      ...(s ? subscriptionValues(s) : []),
     ],
   );
 }

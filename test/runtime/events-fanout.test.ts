@@ -138,7 +138,7 @@ test('a deployment whose task no longer subscribes to the name leaves its pendin
 /** A Sql that records what kind of statement each one was. */
 function countingSql(sql: Sql) {
   const kinds: string[] = [];
-  const kindOf = (s: Statement) => (s.text.includes('claimable_jobs') ? 'claim' : s.text.includes('FROM skiplock.event_pending p JOIN') ? 'pending-read' : s.text.includes('DELETE FROM skiplock.event_pending') ? 'dispatch' : 'other');
+  const kindOf = (s: Statement) => (s.text.includes('claimable_jobs') ? 'claim' : s.text.includes('SELECT p.event_id::text AS event_id') ? 'pending-read' : s.text.includes('DELETE FROM skiplock.event_pending') ? 'dispatch' : 'other');
   return {
     kinds,
     sql: {
