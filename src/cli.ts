@@ -66,7 +66,8 @@ commands:
   restart <id>                     queue a DEAD or CANCELLED job again from a step, keeping the steps before it;
                                    prints {"job"}; exit 1 with conflict for a live (already restarted) or DONE job
       --from-step S                (default: from the top, every step forgotten)
-  events send <name> [data-json]   send an event: wakes its waiters, starts its on: tasks; prints {"event"}
+  events send <name> [data-json]   send an event: wakes its waiters, starts its on: tasks (those it has no --tasks
+                                   for are "pending": the deployment that defines them starts them); prints {"event"}
       --key K  --idempotency-key K
   events list                      stored events, newest first; prints {"events", "nextCursor"}
       --name N  --key K  --limit N  --cursor C
@@ -457,6 +458,11 @@ async function runEvents(skiplock: Skiplock, args: string[], values: Values): Pr
       ...(data !== undefined && { data }),
       ...(values['idempotency-key'] !== undefined && { idempotencyKey: values['idempotency-key'] }),
     });
+    // Tasks another deployment defines with on: this name: that deployment starts their jobs, not this CLI.
+    if (created && event.pending > 0)
+      process.stderr.write(
+        `skiplock: ${event.pending} on: job${event.pending === 1 ? '' : 's'} of this event ${event.pending === 1 ? 'is' : 'are'} pending: the deployment that registered ${event.pending === 1 ? 'its task' : 'their tasks'} starts ${event.pending === 1 ? 'it' : 'them'} at its next tick (POST /v1/wake on it to tick now)\n`,
+      );
     return { event, created };
   }
   if (sub === 'list') {

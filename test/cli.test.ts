@@ -206,3 +206,22 @@ test('events send and list; a bad name is refused', async () => {
   expect(bad.json).toMatchObject({ error: { code: 'invalid_request' } });
   expect((await cli(['events', 'send'])).code).toBe(2);
 });
+
+test('events send without --tasks: the on: job is left pending, said on stderr, and started once by the deployment that defines the task', async () => {
+  expect((await cli(['migrate'], undefined, PACKAGE_CLI)).code).toBe(0);
+  const { createSkiplock, defineTask } = await import('../src/index.ts');
+  const { z } = await import('zod');
+  const handled: string[] = [];
+  const welcome = defineTask({ name: 'cli-welcome', payload: z.object({ userId: z.string() }), on: 'cli.user.created', timeoutMs: 2_000, handler: (p) => void handled.push(p.userId) });
+  const deployment = createSkiplock({ sql: db.sql, tasks: [welcome], log: () => {}, retention: false });
+  await deployment.tick({ untilIdle: true, budgetMs: 5_000, pollIntervalMs: 10 }); // registers its tasks
+  const sent = await cli(['events', 'send', 'cli.user.created', '{"userId":"c1"}'], undefined, PACKAGE_CLI);
+  expect(sent.code, sent.stderr).toBe(0);
+  expect(sent.json).toMatchObject({ created: true, event: { started: 0, pending: 1 } });
+  expect(sent.stderr).toMatch(/1 on: job .*pending.*deployment/);
+  await deployment.tick({ untilIdle: true, budgetMs: 5_000, pollIntervalMs: 10 });
+  await deployment.tick({ untilIdle: true, budgetMs: 5_000, pollIntervalMs: 10 });
+  expect(handled).toEqual(['c1']);
+  const [row] = await db.sql.query(statement(`SELECT started, pending FROM skiplock.event WHERE id = $1`, [sent.json.event.id]));
+  expect(row).toEqual({ started: 1, pending: 0 });
+});

@@ -398,6 +398,9 @@ export const SendEventResult = z
     id: z.string(),
     woken: z.number().int().openapi({ description: 'Waiting jobs it woke (ctx.waitForEvent)' }),
     started: z.number().int().openapi({ description: 'Jobs it started (tasks defined with `on:` its name)' }),
+    pending: z.number().int().openapi({
+      description: 'Tasks with `on:` its name that another deployment registered and this one does not define: their jobs are started by that deployment at its next tick (once). 0 when nothing else subscribes.',
+    }),
     cancelled: z.number().int().openapi({ description: 'Jobs it cancelled or asked to stop (cancelOn); 0 for a replay' }),
     refused: z.array(z.object({ task: z.string(), message: z.string() })).openapi({ description: '`on:` tasks whose payload schema refused the data' }),
   })
@@ -412,7 +415,8 @@ export const EventRecord = z
     idempotencyKey: z.string().nullable(),
     createdAt: instant,
     woken: z.number().int(),
-    started: z.number().int(),
+    started: z.number().int().openapi({ description: '`on:` jobs started: by the send, and since by the deployments that define the tasks' }),
+    pending: z.number().int().openapi({ description: '`on:` jobs still to be started by the deployment that registered their task' }),
     cancelled: z.number().int(),
     refused: z.array(z.object({ task: z.string(), message: z.string() })),
   })

@@ -169,9 +169,14 @@ export interface AdminOperations {
    * got there first wins). `{ delayMs: 0 }` is "run now".
    */
   rescheduleJob(id: string, input: RescheduleInput): Promise<Job>;
-  /** No tick claims this task's jobs until resumeTask; running jobs finish, schedules keep firing. Idempotent. */
+  /**
+   * No tick claims this task's jobs until resumeTask; running jobs finish, schedules keep firing.
+   * Idempotent. A task neither defined here nor registered by any deployment (skiplock
+   * .registered_task: written by each deployment's first tick and by migrate) is refused:
+   * SkiplockError not_found, nothing written.
+   */
   pauseTask(name: string): Promise<TaskInfo>;
-  /** Undoes pauseTask (idempotent). */
+  /** Undoes pauseTask (idempotent). Any name: a row paused before names were checked can be cleared. */
   resumeTask(name: string): Promise<TaskInfo>;
   /** Every task registered here, with jobs, or paused: counts by status, paused or active, debounced jobs. */
   listTasks(): Promise<TaskInfo[]>;
@@ -324,7 +329,13 @@ export function createAdminOperations(sql: Sql, now: () => Clock, registry?: Tas
       );
     },
     async pauseTask(name) {
-      await sql.query(pauseTask({ now: now(), name: taskName(name) }));
+      const task = taskName(name);
+      const [row] = await sql.query(pauseTask({ now: now(), name: task, known: registry?.has(task) ?? false }));
+      if (!row)
+        throw new SkiplockError(
+          'not_found',
+          `no task ${task} to pause: no deployment registers it (a deployment registers its tasks with its first tick, or when it migrates); resume accepts any name`,
+        );
       return taskInfo(name);
     },
     async resumeTask(name) {

@@ -7,7 +7,10 @@ import * as z from 'zod';
 import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
 import { findUnstorableJson } from '../core/json.ts';
 import type { Clock } from '../store/clock.ts';
-import { cancelJobsByEvent, eventByIdempotencyKey, eventLock, listEvents, sendEvent, type TriggeredJobRow } from '../store/events.ts';
+import {
+  cancelJobsByEvent, dispatchPendingEvents, eventByIdempotencyKey, eventLock, listEvents, pendingEvents, sendEvent,
+  type DispatchRow, type RegisteredTaskRow, type TriggeredJobRow,
+} from '../store/events.ts';
 import { toBool, toDateOrNull, toJson } from '../store/rows.ts';
 import { batchDeadlockSafe, sqlState, type Row, type Sql } from '../store/sql.ts';
 import { isJobId } from './admin.ts';
@@ -45,6 +48,12 @@ export interface SendEventResult {
   woken: number;
   /** Jobs it started (tasks with `on:` this name). */
   started: number;
+  /**
+   * Tasks with `on:` this name that a deployment registered and this sender does not have: it could
+   * not start their jobs itself; the deployment that registered them does, at its next tick (once
+   * per event and task). 0 when nothing subscribes (the event is stored all the same, for waits).
+   */
+  pending: number;
   /** Jobs it cancelled or asked to stop (cancelOn); 0 for a replay. */
   cancelled: number;
   /** `on:` tasks whose payload schema refused the event's data: no job of theirs was started. */
@@ -62,7 +71,10 @@ export interface StoredEvent {
   idempotencyKey: string | null;
   createdAt: Date;
   woken: number;
+  /** `on:` jobs started, by the send and since by the deployments that define the tasks. */
   started: number;
+  /** `on:` jobs still to start, by a deployment that registered their task (see SendEventResult.pending). */
+  pending: number;
   cancelled: number;
   refused: { task: string; message: string }[];
 }
@@ -77,6 +89,7 @@ export function mapEvent(row: Row): StoredEvent {
     createdAt: toDateOrNull(row.created_at)!,
     woken: Number(row.woken ?? 0),
     started: Number(row.started ?? 0),
+    pending: Number(row.pending ?? 0),
     cancelled: Number(row.cancelled ?? 0),
     refused: (toJson(row.refused) as StoredEvent['refused'] | null) ?? [],
   };
@@ -117,26 +130,78 @@ export function checkEvent(input: unknown): { name: string; key: string | null; 
   return { name, key: key ?? null, data: text === null ? null : JSON.parse(text), dataText: text, idempotencyKey: idempotencyKey ?? null };
 }
 
+/**
+ * One `on:` job of an event, validated in JS (invariant 10: the payload is the data's JSON form, as
+ * an enqueue stores it; its flow-control keys and cancelOn computed from the schema's parse): the
+ * columns to insert, or why the task refuses the data.
+ */
+function planOnJob(task: Task, data: unknown): Omit<TriggeredJobRow, 'delay_ms' | 'traceparent'> | { refused: string } {
+  try {
+    const payload = checkTaskPayload(task, data ?? {}, ['data']);
+    if ('issues' in payload) return { refused: describeIssues(payload.issues) };
+    return {
+      task: task.name, payload: payload.stored, priority: task.priority, max_attempts: task.maxAttempts, timeout_ms: task.timeoutMs,
+      ...flowKeys(task, payload.value, ['data']), cancel_on: cancelOnEntries(task, payload.value, undefined),
+    };
+  } catch (error) {
+    return { refused: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 /** The triggered jobs of an event, validated in JS first: the rows to insert, and the refusals to report. */
 function planTriggered(registry: TaskRegistry, name: string, data: unknown, traceparent: string | undefined) {
   const rows: TriggeredJobRow[] = [];
   const refused: { task: string; message: string }[] = [];
   for (const task of triggeredTasks(registry, name)) {
-    try {
-      const payload = checkTaskPayload(task, data ?? {}, ['data']);
-      if ('issues' in payload) {
-        refused.push({ task: task.name, message: describeIssues(payload.issues) });
-        continue;
-      }
-      rows.push({
-        task: task.name, payload: payload.value, priority: task.priority, delay_ms: 0, max_attempts: task.maxAttempts, timeout_ms: task.timeoutMs,
-        traceparent: traceparent ?? null, ...flowKeys(task, payload.value, ['data']), cancel_on: cancelOnEntries(task, payload.value, undefined),
-      });
-    } catch (error) {
-      refused.push({ task: task.name, message: error instanceof Error ? error.message : String(error) });
-    }
+    const planned = planOnJob(task, data);
+    if ('refused' in planned) refused.push({ task: task.name, message: planned.refused });
+    else rows.push({ ...planned, delay_ms: 0, traceparent: traceparent ?? null });
   }
   return { rows, refused };
+}
+
+/** The event names a task's `on:` subscribes to, sorted ([] without `on:`). */
+function onNames(task: Task): string[] {
+  return task.on === undefined ? [] : [...new Set(typeof task.on === 'string' ? [task.on] : task.on)].sort();
+}
+
+/**
+ * What a deployment registers (skiplock.registered_task, migration 018): each task it runs and the
+ * event names its `on:` subscribes to. Its first tick's claim writes them (and skiplock.migrate).
+ */
+export function registrationRows(registry: TaskRegistry): RegisteredTaskRow[] {
+  return [...registry.values()].map((task) => ({ task: task.name, events: onNames(task) })).sort((a, b) => (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
+}
+
+/** This deployment's `on:` subscriptions, as two arrays read pairwise (task i subscribes to names i); null when it has none. */
+export function subscriptions(registry: TaskRegistry): { tasks: string[]; names: string[] } | null {
+  const tasks: string[] = [];
+  const names: string[] = [];
+  for (const task of registry.values()) for (const name of onNames(task)) tasks.push(task.name), names.push(name);
+  return tasks.length === 0 ? null : { tasks, names };
+}
+
+/** How many pending `on:` jobs one tick's dispatch reads and starts at most. */
+export const DISPATCH_BATCH = 100;
+
+/**
+ * Starts the `on:` jobs other senders left pending for this deployment's tasks (SendEventResult
+ * .pending): one read, then — when there is anything — one statement that inserts the jobs and
+ * clears their pending rows (src/store/events.ts dispatchPendingEvents; once per event and task,
+ * whatever number of ticks dispatch at once). `more`: the read was full, look again.
+ */
+export async function dispatchPendingWith(sql: Sql, registry: TaskRegistry, now: Clock, limit = DISPATCH_BATCH): Promise<{ started: number; more: boolean }> {
+  const subs = subscriptions(registry);
+  if (subs === null) return { started: 0, more: false };
+  const found = await sql.query(pendingEvents({ ...subs, limit }));
+  if (found.length === 0) return { started: 0, more: false };
+  const rows: DispatchRow[] = found.map((row) => {
+    const task = registry.get(String(row.task))!;
+    const planned = planOnJob(task, toJson(row.data) ?? null);
+    return { event_id: String(row.event_id), task: task.name, ...planned } as DispatchRow;
+  });
+  const [answer] = await sql.query(dispatchPendingEvents({ now, rows }));
+  return { started: Number(answer?.started ?? 0), more: found.length >= limit };
 }
 
 function describeIssues(issues: readonly ErrorIssue[]): string {
@@ -158,7 +223,10 @@ export async function sendEventWith(sql: Sql, registry: TaskRegistry, now: Clock
   try {
     results = await batchDeadlockSafe(sql, [
       eventLock({ name: event.name, key: event.key, for: 'send' }),
-      sendEvent({ now, name: event.name, key: event.key, data: event.dataText, idempotencyKey: event.idempotencyKey, triggered: rows, refused: refused.length > 0 ? JSON.stringify(refused) : null }),
+      sendEvent({
+        now, name: event.name, key: event.key, data: event.dataText, idempotencyKey: event.idempotencyKey, triggered: rows,
+        refused: refused.length > 0 ? JSON.stringify(refused) : null, local: triggeredTasks(registry, event.name).map((t) => t.name),
+      }),
       cancelJobsByEvent({ now, name: event.name, key: event.key, idempotencyKey: event.idempotencyKey }),
     ]);
   } catch (error) {
@@ -170,7 +238,7 @@ export async function sendEventWith(sql: Sql, registry: TaskRegistry, now: Clock
   const stored = mapEvent(row);
   const created = toBool(row.inserted);
   return {
-    id: stored.id, woken: stored.woken, started: stored.started, refused: stored.refused, created,
+    id: stored.id, woken: stored.woken, started: stored.started, pending: stored.pending, refused: stored.refused, created,
     cancelled: created ? Number(results[2]![0]?.cancelled ?? 0) : stored.cancelled,
   };
 }

@@ -35,8 +35,8 @@ import { createReplayCheck, type CheckReplayInput, type CheckReplayResult } from
 import { createWaker, type TickIfDueOptions, type TickIfDueResult, type WakeDriver } from './wake.ts';
 import { DEFAULT_IDLE_CHECK_MS } from './wake-state.ts';
 import { createCallbackSigner, type CallbackOptions } from './callback-token.ts';
-import { EVENT_LIMITS, listEventsWith, sendEventWith, type SendEventInput, type SendEventResult, type StoredEvent } from './events.ts';
-import { completeCallback } from '../store/events.ts';
+import { dispatchPendingWith, EVENT_LIMITS, listEventsWith, registrationRows, sendEventWith, subscriptions, type SendEventInput, type SendEventResult, type StoredEvent } from './events.ts';
+import { completeCallback, registerTasks } from '../store/events.ts';
 import { callbackDataText } from './event-waits.ts';
 
 export type { Logger };
@@ -324,8 +324,17 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     schedulesRead = true;
     return fired;
   };
+  // This deployment's tasks and their on: names, registered by the first claim of this instance
+  // (or by migrate): how another sender's event finds the jobs it leaves to this deployment.
+  let registered = false;
+  const registration = { rows: registrationRows(registry), needed: () => !registered, done: () => void (registered = true) };
+  const onSubscriptions = subscriptions(registry);
+  const events = onSubscriptions === null ? undefined : { subscriptions: onSubscriptions, dispatch: () => dispatchPendingWith(sql, registry, now()) };
   const runTick = async (options?: TickOptions) => {
-    const deps = { sql, now, log: tickLog, warnOnce, run: { registry, enqueue, callbacks }, beforeClaim, staticSchedules, schedulesRead: () => schedulesRead, housekeeping, tracing: await tracing() };
+    const deps = {
+      sql, now, log: tickLog, warnOnce, run: { registry, enqueue, callbacks }, beforeClaim, staticSchedules, schedulesRead: () => schedulesRead, housekeeping,
+      tracing: await tracing(), registration, ...(events && { events }),
+    };
     try {
       return await tickMetrics.measure(() => tick(deps, { ...config.tick, ...options }));
     } catch (error) {
@@ -336,7 +345,10 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
   const msUntilNext = async (options?: TickOptions) => {
     const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...config.tick, ...options };
     const rows = await sql.query(
-      msUntilNextWork({ now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticSchedules, flowLimits: flowLimits(registry), retention: retentionWake() }),
+      msUntilNextWork({
+        now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticSchedules, flowLimits: flowLimits(registry), retention: retentionWake(),
+        subscriptions: onSubscriptions,
+      }),
     );
     // Work and stored next runs come as one figure; schedules put since the last tick, one row each.
     const ms = rows.map((row) => (toBool(row.uncomputed) ? msUntilFirstRun(row) : row.ms === null || row.ms === undefined ? null : Number(row.ms)));
@@ -432,13 +444,25 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
       const { text, values } = prepareEnqueue(registry, [input], now())!.statement;
       return { text, values };
     },
-    migrate: (migrations) => migrate(config.sql, migrations),
+    async migrate(migrations) {
+      const result = await migrate(config.sql, migrations);
+      // Registered as soon as the schema can hold it: a send right after a deploy's migrate finds this deployment's on: tasks.
+      if (registry.size > 0 && !registered) {
+        await config.sql.query(registerTasks({ now: now(), tasks: registration.rows })).then(
+          () => void (registered = true),
+          (error: unknown) => log('warn', 'registering the tasks failed; the first tick registers them', { error: String(error) }),
+        );
+      }
+      return result;
+    },
     ensureSchema: schema.ensure,
     schemaStatus: schema.status,
     tickTotals: tickMetrics.totals,
     ...admin,
-    // A send that woke or started jobs (or asked RUNNING ones to stop) makes due work now.
-    sendEvent: async (input) => after(await sendEventWith(sql, registry, now(), input, await traceparent()), (r) => (r.woken + r.started + r.cancelled > 0 ? undefined : null)),
+    // A send that woke or started jobs (or asked RUNNING ones to stop), or left on: jobs for the
+    // deployment that defines them (pending), makes due work now.
+    sendEvent: async (input) =>
+      after(await sendEventWith(sql, registry, now(), input, await traceparent()), (r) => (r.woken + r.started + r.cancelled + r.pending > 0 ? undefined : null)),
     listEvents: (query = {}) => listEventsWith(sql, query),
     isCallbackToken: async (token) => typeof token === 'string' && (await callbacks?.verify(token)) != null,
     async completeCallback(token, data) {

@@ -26,6 +26,7 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   const limit = isolated ? 0 : free;
   const token = limit > 0 ? `${run.workerId}#${(run.claimNumber += 1)}` : run.workerId;
   const probeLeases = leaseProbeDue(run);
+  const register = deps.registration?.needed() ? deps.registration.rows : null;
   run.statements += 1;
   let rows: Row[];
   try {
@@ -43,6 +44,8 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
         flowLimits: run.limits,
         fanIn: batch.some(({ job }) => job.parentId !== null),
         probeLeases,
+        register,
+        subscriptions: probeLeases ? (deps.events?.subscriptions ?? null) : null,
       }),
     );
   } catch (error) {
@@ -55,9 +58,11 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
     return backOff(run, error, 'tick statement failed; retrying');
   }
   run.failures = 0;
+  if (register) deps.registration!.done();
   const summary = rows.find((row) => row.written !== null && row.written !== undefined);
   tally(run.counts, batch, new Set(asIds(summary?.written)), new Set(asIds(summary?.cancelled)), deps.log);
   if (run.probeSchedules && summary) run.scheduleDue = toBool(summary.schedule_due);
+  if (probeLeases && deps.events && summary) run.eventsDue = toBool(summary.events_due);
   if (probeLeases && summary) {
     run.lastLeaseProbe = run.elapsed();
     run.reapDue = toBool(summary.reap_due);

@@ -1,4 +1,5 @@
 /** The options and dependencies of a tick (src/runtime/tick.ts), and their defaults in one place. */
+import type { RegisteredTaskRow } from '../store/events.ts';
 import type { Sql } from '../store/sql.ts';
 import type { Logger, WarnOnce } from './log.ts';
 import type { RunDeps } from './run-job.ts';
@@ -82,6 +83,18 @@ export interface TickDeps {
    * shorter). Default false: read at the start.
    */
   schedulesRead?: () => boolean;
+  /**
+   * This deployment's tasks and their `on:` names, registered by the first claiming statement of
+   * this instance (skiplock.registered_task, migration 018: how a send by another process knows
+   * which jobs are left for this deployment, and what pauseTask accepts): `needed` until `done`.
+   */
+  registration?: { rows: readonly RegisteredTaskRow[]; needed(): boolean; done(): void };
+  /**
+   * With `on:` tasks: their subscriptions, probed by the claiming statements that probe leases (at
+   * the tick's start, then every reapIntervalMs: events_due), and the dispatch of the jobs other
+   * senders left pending for them (src/runtime/events.ts), run only when a claim said some are.
+   */
+  events?: { subscriptions: { tasks: readonly string[]; names: readonly string[] }; dispatch(): Promise<{ started: number; more: boolean }> };
   /** Upkeep run beside the reaper (retention: pruning finished jobs, rate-limited by its owner); resolves true when it ran a statement. */
   housekeeping?: () => Promise<boolean | void>;
   log: Logger;

@@ -49,6 +49,8 @@ export interface TickRun {
   /** Whether the last claiming statement saw a due schedule (at the start: unless this process has read the schedules once, TickDeps.schedulesRead). */
   scheduleDue: boolean;
   readonly probeSchedules: boolean;
+  /** Whether the last claiming statement saw `on:` jobs left pending for this deployment's tasks (events_due). */
+  eventsDue: boolean;
   queueEmpty: boolean;
   failures: number;
   /** Statements since the last idle wait that found no work: an idle tick waits pollIntervalMs per statement. */
@@ -83,6 +85,7 @@ export function openTickRun(deps: TickDeps, o: ResolvedTickOptions): TickRun {
     lastFire: -Infinity,
     scheduleDue: !(probeSchedules && deps.schedulesRead?.()),
     probeSchedules,
+    eventsDue: false,
     queueEmpty: false,
     failures: 0,
     statements: 0,

@@ -4,6 +4,7 @@
  *
  *   fire ...... due schedules (at the start, then at most every fireIntervalMs, when a claim said one is due)
  *   reap ...... expired leases, when a claim saw one (claims ask at the start and every reapIntervalMs); keying and pruning on that interval
+ *   dispatch .. `on:` jobs other senders left pending for this deployment, when a claim saw some (events_due)
  *   flush ..... finished results written + free slots claimed, one statement (completeAndClaim, tick-flush.ts)
  *   run ....... claimed jobs' handlers, each under its own AbortSignal; heartbeats keep their leases (tick-run.ts)
  *   wait ...... for a handler to finish, the next poll, or the deadline
@@ -44,6 +45,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
       if (claiming) {
         await firePhase(run);
         await reapPhase(run);
+        await dispatchPhase(run);
       }
       const free = claiming ? run.o.concurrency - run.running.size : 0;
       if (run.pending.length > 0 || (free > 0 && !run.queueEmpty)) {
@@ -101,6 +103,24 @@ async function firePhase(run: TickRun): Promise<void> {
   });
   run.counts.fired += fired;
   if (fired > 0) run.queueEmpty = false;
+}
+
+/**
+ * Starts the `on:` jobs that senders without the task left pending for this deployment, when a
+ * claiming statement said there are (events_due): a read, and one statement that starts them
+ * (src/runtime/events.ts dispatchPendingWith). A full batch looks again at once.
+ */
+async function dispatchPhase(run: TickRun): Promise<void> {
+  const { deps } = run;
+  if (!deps.events || !run.eventsDue) return;
+  run.eventsDue = false; // until a claiming statement says so again
+  run.statements += 2; // at most: the read, and the dispatch when something was pending
+  const dispatched = await deps.events.dispatch().catch((error: unknown) => {
+    deps.log('warn', 'starting the on: jobs of events sent elsewhere failed', { error: String(error) });
+    return { started: 0, more: false };
+  });
+  if (dispatched.started > 0) run.queueEmpty = false;
+  if (dispatched.more) run.eventsDue = true;
 }
 
 /**

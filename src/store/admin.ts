@@ -264,17 +264,22 @@ export function rescheduleJob(p: {
   );
 }
 
-/** Pauses a task (idempotent): no tick claims its jobs until it is resumed. Returns the row. */
-export function pauseTask(p: { now: Clock; name: string }): Statement {
+/**
+ * Pauses a task (idempotent): no tick claims its jobs until it is resumed. Returns the row — none
+ * when the task is not `known` (the caller's own tasks) and no deployment registered it
+ * (skiplock.registered_task, migration 018): a name no deployment runs is not paused.
+ */
+export function pauseTask(p: { now: Clock; name: string; known: boolean }): Statement {
   return statement(
-    `INSERT INTO skiplock.paused_task AS t (name, paused_at) VALUES ($2, ${NOW})
+    `INSERT INTO skiplock.paused_task AS t (name, paused_at)
+     SELECT $2, ${NOW} WHERE $3::boolean OR EXISTS (SELECT 1 FROM skiplock.registered_task r WHERE r.task = $2)
      ON CONFLICT (name) DO UPDATE SET paused_at = t.paused_at
      RETURNING t.name, t.paused_at`,
-    [clock(p.now), p.name],
+    [clock(p.now), p.name, p.known],
   );
 }
 
-/** Resumes a task (idempotent); returns a row when it was paused. */
+/** Resumes a task (idempotent; any name, so that a row paused before pauseTask checked names can be cleared); returns a row when it was paused. */
 export function resumeTask(p: { name: string }): Statement {
   return statement(`DELETE FROM skiplock.paused_task WHERE name = $1 RETURNING name`, [p.name]);
 }

@@ -9,6 +9,7 @@ import type { JobStatus } from '../core/types.ts';
 import { appendAttempt } from './history.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
+import { pendingEventsExist, registerTasksCte, subscriptionValues, type RegisteredTaskRow, type Subscriptions } from './events.ts';
 
 export interface NewJobRow {
   task: string;
@@ -210,6 +211,19 @@ export interface CompleteAndClaimParams {
    * does the fan-in (src/store/steps.ts fanInCtes). Default false: the plain statement.
    */
   fanIn?: boolean;
+  /**
+   * This deployment's tasks and their `on:` names, to register (skiplock.registered_task, migration
+   * 018): given on an instance's first claim only, so the registration costs no statement of its own.
+   */
+  register?: readonly RegisteredTaskRow[] | null;
+  /**
+   * This deployment's `on:` subscriptions (task i subscribes to names i): the answer also says
+   * whether an event left a job of one of them pending (`events_due`: sent by a process without the
+   * task), so the tick dispatches only then. Asked at a tick's start and then every reapIntervalMs,
+   * with the lease probe (rows left for a task no deployment runs any more stay until retention:
+   * not on every claim). Absent or null: not asked.
+   */
+  subscriptions?: Subscriptions | null;
 }
 
 /** One limited task as skiplock.claim_limited_jobs reads it (src/runtime/flow-key.ts builds them). */
@@ -251,7 +265,13 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
     clock(p.now), p.workerId, plainDone ? p.results.map((r) => r.id) : JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs,
     p.tasks, p.staticSchedules ?? null, ...(limited ? [JSON.stringify(p.flowLimits), p.tasks.filter((t) => !limitedNames.has(t))] : []),
   ];
-  return preparedStatement(
+  const register = p.register && p.register.length > 0 ? `,\n     ${registerTasksCte(`$${values.push(JSON.stringify(p.register))}`)}` : '';
+  const eventsDue = p.subscriptions ? pendingEventsExist(...(subscriptionValues(p.subscriptions).map((v) => `$${values.push(v)}`) as [string, string, string])) : 'NULL::boolean';
+  // Not prepared when it asks about pending events or registers (at most every reapIntervalMs):
+  // a prepared statement's generic plan cannot estimate `task = ANY ($n)` and scanned every pending
+  // row (11 ms past 20,000 left for a task no deployment runs); planned each time, it is an index probe.
+  const build = p.subscriptions || register ? statement : preparedStatement;
+  return build(
     `WITH ${plainDone ? doneWrite(p, values) : GENERAL_WRITE(p.fanIn === true)},
      ${limited ? CLAIM_LIMITED : CLAIM_PLAIN},
      claimed AS (
@@ -261,8 +281,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
          started_at = ${NOW}, progress = NULL, debounce_key = NULL${limited ? RATE_ATTEMPT : ''}
        WHERE j.id = ANY (ARRAY(SELECT id FROM next))${p.fanIn ? NOT_A_PARENT_OF_WRITTEN : ''}
        RETURNING ${CLAIMED_COLUMNS}
-     )${limited ? STARTED : ''}
-     SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, claimed.*
+     )${limited ? STARTED : ''}${register}
+     SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, w.events_due, claimed.*
        FROM (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) AS written,
                     coalesce(jsonb_agg(id::text) FILTER (WHERE status = 'CANCELLED'), '[]'::jsonb) AS cancelled,
                     -- Two probes of schedule_due_idx (next_run_at, enabled): a few rows at most.
@@ -271,7 +291,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
                                   AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[]))
                     OR EXISTS (SELECT 1 FROM skiplock.schedule s WHERE s.enabled AND s.next_run_at IS NULL
                                   AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[])))) AS schedule_due,
-                    ${p.probeLeases ? LEASE_EXPIRED : 'NULL::boolean'} AS reap_due
+                    ${p.probeLeases ? LEASE_EXPIRED : 'NULL::boolean'} AS reap_due,
+                    ${eventsDue} AS events_due
                FROM written) AS w
        FULL JOIN claimed ON false`,
     values,

@@ -1,5 +1,6 @@
 /** What a tick asks before it ends: when anything it runs is next due (the wake state, src/runtime/wake-state.ts). */
 import { NOW, clock, type Clock } from './clock.ts';
+import { oldestPendingEvent, subscriptionValues } from './events.ts';
 import { unpaused, type FlowLimitRow } from './jobs.ts';
 import { statement, type Statement } from './sql.ts';
 
@@ -40,9 +41,13 @@ export function msUntilNextWork(p: {
   flowLimits?: readonly FlowLimitRow[];
   /** What pruning deletes (ages in ms; null: never); absent: retention is not a reason to wake. */
   retention?: { doneMs: number; cancelledMs: number; deadMs: number | null; retentionWaitMs: number } | null;
+  /** Its `on:` subscriptions (task i subscribes to names i): an event another sender left pending for one is due since it was sent. */
+  subscriptions?: { tasks: readonly string[]; names: readonly string[] } | null;
 }): Statement {
   const r = p.retention ?? null;
   const n = 5 + ((p.flowLimits?.length ?? 0) > 0 ? 2 : 0);
+  const s = p.subscriptions ?? null;
+  const sub = n + (r ? 4 : 0);
   const limited = (p.flowLimits?.length ?? 0) > 0;
   const limitedNames = new Set(p.flowLimits?.map((l) => l.task));
   return statement(
@@ -51,7 +56,9 @@ export function msUntilNextWork(p: {
               -- Paused tasks (migration 011) keep nothing awake.
               ${limited ? NEXT_LIMITED : `skiplock.next_claimable_at(${unpaused('$2')}, $3)`},
               (SELECT min(locked_until) FROM skiplock.job WHERE status = 'RUNNING' AND task = ANY($2::text[])),${r ? `
-              ${nextRetention(n)},` : ''}
+              ${nextRetention(n)},` : ''}${s ? `
+              -- on: jobs left pending for its tasks by another sender (migration 018).
+              ${oldestPendingEvent(`$${sub}`, `$${sub + 1}`, `$${sub + 2}`)},` : ''}
               -- Its static schedules by name; its dynamic ones, the first of each task (schedule_task_due_idx,
               -- migration 008). \`enabled IS NOT FALSE\` (enabled is NOT NULL: the same rows) does not imply
               -- schedule_due_idx's predicate: with a skewed task column the planner took that index and
@@ -73,6 +80,7 @@ export function msUntilNextWork(p: {
       clock(p.now), p.tasks, p.budgetMs, p.schedules,
       ...(limited ? [p.tasks.filter((t) => !limitedNames.has(t)), JSON.stringify(p.flowLimits)] : []),
       ...(r ? [r.doneMs, r.cancelledMs, r.deadMs, r.retentionWaitMs] : []),
+      ...(s ? subscriptionValues(s) : []),
     ],
   );
 }

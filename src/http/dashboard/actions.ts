@@ -84,6 +84,7 @@ export function pauseOrResume(deps: DashboardDeps, what: 'pause' | 'resume'): Ha
       if (what === 'pause') await deps.skiplock.pauseTask(name);
       else if ((await deps.skiplock.resumeTask(name)).counts.QUEUED > 0) deps.startWork(c);
     } catch (error) {
+      if (error instanceof SkiplockError && error.code === 'not_found') return c.redirect(withQuery('/tasks', { notice: 'unknown-task', task: name }), 303);
       if (!(error instanceof SkiplockError) || error.code !== 'invalid_request') throw error;
       return c.redirect('/tasks', 303);
     }

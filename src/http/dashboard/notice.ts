@@ -36,15 +36,17 @@ function bulkActionNotice(code: 'bulk-retried' | 'bulk-cancelled', count: string
   return html`<div class="notice" role="status">${n} job${n === 1 ? ' was' : 's were'} ${code === 'bulk-retried' ? 'retried: QUEUED again, due now' : 'cancelled or asked to stop'}.</div>`;
 }
 
-/** After pausing or resuming a task: `?notice=paused|resumed&task=<name>` (the name is escaped text). */
+/** After pausing or resuming a task: `?notice=paused|resumed|unknown-task&task=<name>` (the name is escaped text). */
 function taskNotice(code: string, task: string | undefined): Html | undefined {
   if (task === undefined || task.length === 0 || task.length > 200) return undefined;
+  if (code === 'unknown-task')
+    return html`<div class="notice error" role="status">No deployment registers a task <strong>${task}</strong>: nothing was paused. (A deployment registers its tasks with its first tick, or when it migrates.)</div>`;
   return html`<div class="notice" role="status">Task <strong>${task}</strong> ${code === 'paused' ? 'is paused: no tick claims its jobs until it is resumed (running jobs finish; its schedules keep firing into the queue).' : 'is active again: its due jobs are claimed from the next tick.'}</div>`;
 }
 
 export function noticeOf(c: Context): Html | undefined {
   const code = c.req.query('notice');
-  if (code === 'paused' || code === 'resumed') return taskNotice(code, c.req.query('task'));
+  if (code === 'paused' || code === 'resumed' || code === 'unknown-task') return taskNotice(code, c.req.query('task'));
   if (code === 'retried-dead') return bulkNotice(c.req.query('count'));
   if (code === 'bulk-retried' || code === 'bulk-cancelled') return bulkActionNotice(code, c.req.query('count'));
   const id = c.req.query('job');

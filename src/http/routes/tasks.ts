@@ -20,11 +20,13 @@ const pauseRoute = createRoute({
   operationId: 'pauseTask',
   path: '/v1/tasks/{name}/pause',
   summary: 'Pause a task',
-  description: 'No tick claims its jobs until it is resumed, and they do not keep a Durable Object alarm awake. Running jobs finish; its schedules keep firing into the queue; enqueues are accepted. Idempotent.',
+  description:
+    'No tick claims its jobs until it is resumed, and they do not keep a Durable Object alarm awake. Running jobs finish; its schedules keep firing into the queue; enqueues are accepted. Idempotent. ' +
+    'Only a task this deployment defines or another deployment registered (each registers its tasks with its first tick, and when it migrates): any other name is refused with 404 and nothing is paused.',
   tags: ['tasks'],
   security: bearerSecurity,
   request: { params: TaskNameParam },
-  responses: { 200: jsonContent(TaskEnvelope, 'Paused'), ...errorResponses(400, 401) },
+  responses: { 200: jsonContent(TaskEnvelope, 'Paused'), ...errorResponses(400, 401, 404) },
 });
 
 const resumeRoute = createRoute({
@@ -32,7 +34,7 @@ const resumeRoute = createRoute({
   operationId: 'resumeTask',
   path: '/v1/tasks/{name}/resume',
   summary: 'Resume a paused task',
-  description: 'Its due jobs are claimed again from the next tick. Idempotent.',
+  description: 'Its due jobs are claimed again from the next tick. Idempotent. Any name is accepted (unlike pause), so that a row paused under a name no deployment runs can be cleared.',
   tags: ['tasks'],
   security: bearerSecurity,
   request: { params: TaskNameParam },
