@@ -5,8 +5,8 @@
  * calls validate against their documented schemas, `required` included. A known path with a
  * method it does not serve is 405 with `Allow`.
  *
- * Ajv comes from node_modules as a transitive dependency (no ajv-formats): the one format the
- * document uses, date-time, is checked here.
+ * Ajv is a devDependency (pinned, without ajv-formats): the one format the document uses,
+ * date-time, is checked here.
  */
 import { createRequire } from 'node:module';
 import type { Options, ValidateFunction } from 'ajv';
