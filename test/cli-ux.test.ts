@@ -5,7 +5,7 @@
  * `node`: it loads where Node can strip types, and says in one line what to do where it cannot
  * (the machine's own Node 20, when there is one).
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { typeScriptSupport } from '../src/cli/tasks-module.ts';
+import { runFile, type CliRun } from './support/cli-run.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -22,12 +23,7 @@ let db: TestDb;
 beforeAll(async () => (db = await createTestDb()));
 afterAll(() => db?.drop());
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  json: any;
-}
+type Run = CliRun;
 
 function run(file: string, args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.url };
@@ -36,18 +32,7 @@ function run(file: string, args: string[], options: { env?: Record<string, strin
     else env[key] = value;
   }
   delete env.NODE_OPTIONS; // vitest's own, if any: the CLI runs as a user runs it
-  return new Promise((resolve) => {
-    execFile(file, args, { env, cwd: options.cwd ?? ROOT }, (error, stdout, stderr) => {
-      const code = error ? Number((error as { code?: unknown }).code ?? 1) : 0;
-      let json: unknown;
-      try {
-        json = JSON.parse(code === 0 ? stdout : stderr);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-  });
+  return runFile(file, args, { env, cwd: options.cwd ?? ROOT });
 }
 
 /** This repository's CLI (the package's, with the example tasks), from source. */

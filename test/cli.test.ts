@@ -3,10 +3,10 @@
  * repository's CLI (src/app/cli.ts: the package's CLI with the example tasks); the package's own
  * (src/cli.ts, the `skiplock` bin) registers no tasks by itself.
  */
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { statement } from '../src/store/sql.ts';
+import { runFile, type CliRun } from './support/cli-run.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 
 const CLI = fileURLToPath(new URL('../src/app/cli.ts', import.meta.url));
@@ -17,28 +17,12 @@ let db: TestDb;
 beforeAll(async () => (db = await createTestDb({ migrated: false })));
 afterAll(() => db.drop());
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  json: any;
-}
+type Run = CliRun;
 
 function cli(args: string[], env: Record<string, string | undefined> = { DATABASE_URL: db.url }, script = CLI): Promise<Run> {
-  return new Promise((resolve) => {
-    const childEnv = { ...process.env, ...env };
-    if (env.DATABASE_URL === undefined) delete childEnv.DATABASE_URL;
-    execFile(process.execPath, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', script, ...args], { env: childEnv }, (error, stdout, stderr) => {
-      const code = error ? Number((error as { code?: unknown }).code ?? 1) : 0;
-      let json: unknown;
-      try {
-        json = JSON.parse(code === 0 ? stdout : stderr);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-  });
+  const childEnv = { ...process.env, ...env };
+  if (env.DATABASE_URL === undefined) delete childEnv.DATABASE_URL;
+  return runFile(process.execPath, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', script, ...args], { env: childEnv });
 }
 
 test('migrate applies the migrations once', async () => {
