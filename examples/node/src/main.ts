@@ -1,4 +1,4 @@
-// The queue in a Node process: migrations, then the runner (HTTP API + a tick every second).
+// The queue in a Node process: migrations, then the runner (the HTTP API, and a tick whenever work is due).
 import { createSkiplock } from 'skiplock';
 import { migrations } from 'skiplock/migrations';
 import { startNodeRunner } from 'skiplock/node';
@@ -14,8 +14,8 @@ await skiplock.migrate(migrations); // safe from several processes at once
 // Typed by the tasks: a wrong task name or payload is a compile-time error.
 await skiplock.enqueue({ task: 'send-welcome', payload: { email: 'ada@example.com', name: 'Ada' }, idempotencyKey: 'welcome-ada' });
 
+// It logs one line: where it listens (runner.url), its tasks and schedules.
 const runner = await startNodeRunner({ skiplock, apiToken: API_TOKEN, port: Number(process.env.PORT ?? 8787) });
-console.log(`skiplock runner listening on ${runner.url}`);
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {

@@ -156,7 +156,7 @@ function startLine(skiplock: Skiplock, url: string, hostname: string, drainMs: n
   const list = (names: readonly string[]) => (names.length > 0 ? names.join(', ') : 'none');
   return [
     `[skiplock] Node runner listening on ${url}`,
-    ...(local ? [` (this machine only: pass hostname: '0.0.0.0', or HOST=0.0.0.0 to src/app/node.ts, to accept connections from outside, as in a container)`] : []),
+    ...(local ? [` (this machine only: pass hostname: '0.0.0.0' to startNodeRunner to accept connections from outside, as in a container)`] : []),
     `; tasks: ${list([...skiplock.tasks.keys()])}`,
     `; schedules: ${list(skiplock.schedules.map((s) => s.name))}`,
     `; drains running jobs for ${drainMs / 1000} s on stop`,
