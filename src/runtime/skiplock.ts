@@ -480,8 +480,11 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     ...schedules,
     // Writes that create or move due work, through the hook. (Other operations that do: add them here.)
     retryJob: async (id) => after(await admin.retryJob(id), () => undefined),
+    // A cancelled child can end its WAITING parent's wait: the parent is due now.
+    cancelJob: async (id) => after(await admin.cancelJob(id), (r) => (r.outcome === 'cancelled' && r.job.parentId !== null ? undefined : null)),
     restartJob: async (id, options) => after(await restart.restartJob(id, options), () => undefined),
-    bulk: async (input) => after(await bulk.bulk(input), (r) => (r.changed > 0 && !input.dryRun && (input.action === 'retry' || input.action === 'restart') ? undefined : null)),
+    // A retry or restart queues jobs due now; a cancel can end a WAITING parent's wait (due now too).
+    bulk: async (input) => after(await bulk.bulk(input), (r) => (r.changed > 0 && !input.dryRun && input.action !== 'delete' ? undefined : null)),
     retryDead: async (options) => after(await admin.retryDead(options), (n) => (n > 0 ? undefined : null)),
     rescheduleJob: async (id, input) => after(await admin.rescheduleJob(id, input), () => (input.runAt === undefined && input.delayMs === undefined ? null : dueAtOf(input))),
     resumeTask: async (name) => after(await admin.resumeTask(name), (info) => (info.counts.QUEUED > 0 ? undefined : null)),

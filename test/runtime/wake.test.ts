@@ -8,6 +8,8 @@ import { createSkiplock } from '../../src/runtime/skiplock.ts';
 import type { Sql, Statement } from '../../src/store/sql.ts';
 import { createMemoryWakeStore, mergeWrite, shouldTick, WAKE_EARLY_MS } from '../../src/runtime/wake-state.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
+import { defineTask } from '../../src/runtime/task.ts';
+import * as z from 'zod';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { createTestApp, type TestApp } from '../http/helpers.ts';
 
@@ -202,6 +204,32 @@ test('every write that makes due work reaches the hook, with its instant', async
   await h.skiplock.wake(at);
   expect(h.calls).toEqual([at.getTime()]);
   await expect(h.skiplock.wake(new Date(Number.NaN))).rejects.toMatchObject({ code: 'invalid_request' });
+});
+
+// Issue 31, item 2: a cancel that wakes a WAITING parent makes due work, and no other write lowered the state.
+test('a cancel whose child wakes its WAITING parent reaches the hook (single and bulk), due now', async () => {
+  const calls: number[] = [];
+  const child = defineTask({ name: 'paused-child', payload: z.object({}), handler: async () => 'never' });
+  const parent = defineTask({
+    name: 'waiting-parent',
+    payload: z.object({}),
+    handler: async (_p, ctx) => ctx.invoke('child', 'paused-child', {}).catch(() => 'child cancelled'),
+  });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [child, parent], log: () => {}, wake: { store: createMemoryWakeStore(), onDueWork: (at) => void calls.push(at) } });
+  await skiplock.pauseTask('paused-child'); // its child never runs: only a cancel can end the wait
+  for (const how of ['single', 'bulk'] as const) {
+    const job = await skiplock.enqueue({ task: 'waiting-parent', payload: {} });
+    await skiplock.tick({ budgetMs: 30_000, pollIntervalMs: 10, untilIdle: true });
+    const waiting = await skiplock.getJob(job.id);
+    expect(waiting?.status, JSON.stringify(waiting)).toBe('WAITING');
+    const [childJob] = (await skiplock.listJobs({ task: 'paused-child', status: 'QUEUED' })).jobs;
+    calls.length = 0;
+    if (how === 'single') await skiplock.cancelJob(childJob!.id);
+    else expect(await skiplock.bulk({ action: 'cancel', where: { task: 'paused-child', status: 'QUEUED' } })).toMatchObject({ changed: 1 });
+    expect((await skiplock.getJob(job.id))?.status).toBe('QUEUED'); // due now, its child's end to read
+    expect(calls).toHaveLength(1);
+    expect(Math.abs(calls[0]! - Date.now())).toBeLessThan(2_000);
+  }
 });
 
 describe('POST /v1/wake', () => {
