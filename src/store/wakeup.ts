@@ -106,20 +106,31 @@ function nextRetention(n: number): string {
  * With flow control: the plain tasks ($5) as before; for the limited ones ($6), each key's next
  * due job, but not before its rate limit's window opens (its rate-th most recent start + the
  * period): a key held by its rate limit wakes the ticker when it can start again, not before. A
- * key at its concurrency limit has RUNNING jobs, which keep the ticker awake anyway. A resuming
+ * key (or a task, for `global`) at its concurrency limit is due when its first holder's lease
+ * expires, not now: the holder's own tick reports its end, and counting the key due now made
+ * every tick that could not claim it start another at once (issue 31: hundreds of statements a
+ * second while a holder ran in another invocation). A resuming
  * job (after a sleep, a yield, its children: migration 015) needs no start: due at its run_at,
  * whatever its key's window holds (job_flow_resume_idx, a few entries).
  */
 const NEXT_LIMITED = `skiplock.next_claimable_at(${unpaused('$5')}, $3),
-              (SELECT min(CASE WHEN l.rate IS NULL THEN k.run_at ELSE greatest(k.run_at,
-                        (SELECT s.started_at + l.period_ms * interval '1 millisecond' FROM skiplock.flow_start s
-                          WHERE s.task = k.task AND s.rate_key = k.rate_key
-                          ORDER BY s.started_at DESC OFFSET l.rate - 1 LIMIT 1)) END)
-                 FROM (SELECT DISTINCT ON (j.task, j.flow_key, j.rate_key) j.task, j.rate_key, j.run_at FROM skiplock.job j
+              (SELECT min(greatest(k.run_at,
+                        CASE WHEN l.rate IS NOT NULL THEN
+                          (SELECT s.started_at + l.period_ms * interval '1 millisecond' FROM skiplock.flow_start s
+                            WHERE s.task = k.task AND s.rate_key = k.rate_key
+                            ORDER BY s.started_at DESC OFFSET l.rate - 1 LIMIT 1) END,
+                        -- A key (or task) at its concurrency limit: its first holder's lease expiry (greatest skips NULLs).
+                        CASE WHEN l."limit" IS NOT NULL THEN
+                          (SELECT CASE WHEN count(*) >= l."limit" THEN min(r.locked_until) END FROM skiplock.job r
+                            WHERE r.status = 'RUNNING' AND r.task = k.task AND r.flow_key = k.flow_key) END,
+                        CASE WHEN l.global IS NOT NULL THEN
+                          (SELECT CASE WHEN count(*) >= l.global THEN min(r.locked_until) END FROM skiplock.job r
+                            WHERE r.status = 'RUNNING' AND r.task = k.task AND r.flow_key IS NOT NULL) END))
+                 FROM (SELECT DISTINCT ON (j.task, j.flow_key, j.rate_key) j.task, j.flow_key, j.rate_key, j.run_at FROM skiplock.job j
                         WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.timeout_ms <= $3 AND j.attempts < j.max_attempts
                           AND j.task IN (SELECT task FROM jsonb_to_recordset($6::jsonb) AS x(task text) EXCEPT SELECT name FROM skiplock.paused_task)
                         ORDER BY j.task, j.flow_key, j.rate_key, j.run_at) k
-                 JOIN jsonb_to_recordset($6::jsonb) AS l(task text, rate int, period_ms bigint) ON l.task = k.task),
+                 JOIN jsonb_to_recordset($6::jsonb) AS l(task text, "limit" int, global int, rate int, period_ms bigint) ON l.task = k.task),
               (SELECT min(j.run_at) FROM skiplock.job j
                 WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.rate_attempt = j.attempts + 1
                   AND j.timeout_ms <= $3 AND j.attempts < j.max_attempts

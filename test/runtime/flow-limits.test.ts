@@ -239,6 +239,35 @@ test('a key held by its rate limit wakes the ticker when its window opens, not b
   expect(await skiplock.msUntilNextWork()).toBe(2_000);
 });
 
+// Issue 31, item 4 (no spinning): a key at its concurrency limit, held by a job RUNNING in another
+// invocation, is not due now: the holder's end (its own tick reports it) or its lease expiry is.
+test('a key at its concurrency limit, its holder running elsewhere, is due at the lease expiry, not now; a free key is due now', async () => {
+  const T0 = Date.parse('2032-02-01T00:00:00Z');
+  let now = T0;
+  const perKey = defineTask({ name: 'wake-conc', payload: z.object({ k: z.string() }), concurrency: { limit: 1, key: (p) => p.k }, handler: () => {} });
+  const global = defineTask({ name: 'wake-global', payload: z.object({ k: z.string() }), concurrency: { limit: 1 }, handler: () => {} });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [perKey, global], now: () => new Date(now), log: quiet });
+  await skiplock.enqueueBatch([{ task: 'wake-conc', payload: { k: 'held' } }, { task: 'wake-conc', payload: { k: 'held' } }]);
+  // The first job of key `held` is RUNNING in another invocation, its lease 60 s away.
+  await db.sql.query(statement(`UPDATE skiplock.job SET status = 'RUNNING', attempts = 1, locked_by = 'elsewhere', locked_until = $1::timestamptz
+                                 WHERE id = (SELECT min(id) FROM skiplock.job WHERE task = 'wake-conc')`, [new Date(T0 + 60_000).toISOString()]));
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 0 });
+  expect(await skiplock.msUntilNextWork()).toBe(60_000);
+  // Another key of the same task is free: due now.
+  await skiplock.enqueue({ task: 'wake-conc', payload: { k: 'free' } });
+  expect(await skiplock.msUntilNextWork()).toBeLessThanOrEqual(0);
+  await skiplock.tick({ untilIdle: true });
+  expect(await skiplock.msUntilNextWork()).toBe(60_000);
+  // A task-wide limit, held the same way.
+  await skiplock.enqueueBatch([{ task: 'wake-global', payload: { k: 'a' } }, { task: 'wake-global', payload: { k: 'b' } }]);
+  await db.sql.query(statement(`UPDATE skiplock.job SET status = 'RUNNING', attempts = 1, locked_by = 'elsewhere', locked_until = $1::timestamptz
+                                 WHERE id = (SELECT min(id) FROM skiplock.job WHERE task = 'wake-global')`, [new Date(T0 + 30_000).toISOString()]));
+  expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 0 });
+  expect(await skiplock.msUntilNextWork()).toBe(30_000);
+  now = T0 + 5_000;
+  expect(await skiplock.msUntilNextWork()).toBe(25_000);
+});
+
 test('without flow control the claim is the plain statement: claimable_jobs alone, no new parameter', () => {
   const params = { now: null, workerId: 'w', results: [], limit: 5, budgetMs: 1_000, tasks: ['a'], leaseMs: 1, leaseGraceMs: 1 };
   const plain = completeAndClaim(params);
