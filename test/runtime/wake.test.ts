@@ -232,6 +232,62 @@ test('a cancel whose child wakes its WAITING parent reaches the hook (single and
   }
 });
 
+/**
+ * Every operation of a skiplock, sorted by what it does to due work (issue 31, item 2): a new
+ * operation fails this test until it is put in one group, so none can forget the wake state.
+ * MAKES_DUE_WORK: a write that can create or move due work, and so must reach the hook (each is
+ * exercised below or in "every write that makes due work reaches the hook"); TICKS: runs a tick
+ * or a phase of one, which ends by concluding the state itself; NONE: reads, or writes that make
+ * nothing due (a pause, a deleted schedule, pruning), or hands the write to the caller
+ * (`enqueueStatement`: the caller wakes).
+ */
+const MAKES_DUE_WORK = ['bulk', 'cancelJob', 'completeCallback', 'enqueue', 'enqueueAndWait', 'enqueueBatch', 'enqueueWithResult', 'putSchedule', 'rescheduleJob', 'restartJob', 'resumeTask', 'retryDead', 'retryJob', 'sendEvent', 'wake'];
+const TICKS = ['fireDueSchedules', 'reap', 'tick', 'tickIfDue'];
+const NONE = [
+  'activity', 'checkReplay', 'currentTime', 'deadByTask', 'deleteSchedule', 'enqueueStatement', 'ensureSchema', 'flowStatus', 'flowWait', 'getJob',
+  'getJobDetail', 'getSchedule', 'isCallbackToken', 'listEvents', 'listJobs', 'listSchedules', 'listTasks', 'migrate', 'msUntilNextWork', 'pauseTask',
+  'ping', 'prune', 'schedules', 'schemaStatus', 'setWakeDriver', 'sql', 'stats', 'tasks', 'tickTotals', 'waitForJob',
+];
+
+test('every operation of a skiplock is sorted by what it does to due work', () => {
+  const { skiplock } = harness();
+  const sorted = [...MAKES_DUE_WORK, ...TICKS, ...NONE];
+  expect(new Set(sorted).size).toBe(sorted.length);
+  expect(Object.keys(skiplock).sort()).toEqual(sorted.sort());
+});
+
+test('retryJob, retryDead, restartJob and a sendEvent that wakes a wait reach the hook, due now', async () => {
+  const calls: number[] = [];
+  const waiter = defineTask({ name: 'event-waiter', payload: z.object({}), handler: async (_p, ctx) => ctx.waitForEvent('paid', { event: 'order.paid' }) });
+  const failing = defineTask({ name: 'always-dead', payload: z.object({}), maxAttempts: 1, handler: async () => { throw new Error('no'); } });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [waiter, failing], log: () => {}, wake: { store: createMemoryWakeStore(), onDueWork: (at) => void calls.push(at) } });
+  const tick = () => skiplock.tick({ budgetMs: 30_000, pollIntervalMs: 10, untilIdle: true });
+  const dueNow = async (write: () => Promise<unknown>) => {
+    calls.length = 0;
+    await write();
+    expect(calls).toHaveLength(1);
+    expect(Math.abs(calls[0]! - Date.now())).toBeLessThan(2_000);
+  };
+  const dead = async () => {
+    const job = await skiplock.enqueue({ task: 'always-dead', payload: {} });
+    await tick();
+    expect((await skiplock.getJob(job.id))?.status).toBe('DEAD');
+    return job.id;
+  };
+  const first = await dead();
+  await dueNow(() => skiplock.retryJob(first));
+  await tick();
+  await dead();
+  await dueNow(async () => expect(await skiplock.retryDead({ task: 'always-dead' })).toBeGreaterThan(0));
+  await tick();
+  const third = await dead();
+  await dueNow(() => skiplock.restartJob(third));
+  const waiting = await skiplock.enqueue({ task: 'event-waiter', payload: {} });
+  await tick();
+  expect((await skiplock.getJob(waiting.id))?.status).toBe('WAITING');
+  await dueNow(async () => expect(await skiplock.sendEvent({ name: 'order.paid', data: { ok: true } })).toMatchObject({ woken: 1 }));
+});
+
 describe('POST /v1/wake', () => {
   let t: TestApp;
   const heard: number[] = [];
