@@ -33,6 +33,8 @@ import { migrationGapNote } from './store/migrate.ts';
 import { taskToJson } from './runtime/admin.ts';
 import { eventToJson } from './runtime/events.ts';
 import { importTasksModule, rerunWithTypeStripping, TasksModuleError } from './cli/tasks-module.ts';
+import { checkDeployment, type DeploymentOptions } from './runtime/deployment-wake.ts';
+import { consoleLog, type Logger } from './runtime/log.ts';
 
 const USAGE = `usage: skiplock <command> [options]
 
@@ -79,9 +81,11 @@ commands:
 options for every command:
   --tasks <module>                 also register the tasks a module exports as \`tasks\` (or default); a .ts
                                    module needs a Node that runs TypeScript (22.6 or later; 22.18+ by itself)
+  --url <base-url>                 the deployment that runs the jobs (default: SKIPLOCK_URL), where its /v1/wake is:
+                                   with API_TOKEN, a write that makes due work wakes it (POST /v1/wake)
   --help                           this text; skiplock help <command>: that command's part
 
-environment: DATABASE_URL (required)
+environment: DATABASE_URL (required); SKIPLOCK_URL and API_TOKEN (the deployment to wake after a write)
 exit status: 0 ok, 1 refused or failed (the error as JSON on stderr), 2 a mistake in the command (one line on stderr)`;
 
 /** Every command, for the unknown-command answer and \`skiplock help <command>\`. */
@@ -114,6 +118,7 @@ const OPTIONS = {
   budget: { type: 'string' },
   wait: { type: 'boolean' },
   tasks: { type: 'string' },
+  url: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -158,6 +163,23 @@ export async function main(argv: readonly string[], options: CliOptions = {}): P
     }
   }
 
+  // The deployment to wake after a write: checked before the database, as a mistake in the command.
+  let deployment: DeploymentOptions | undefined;
+  const deploymentUrl = values.url ?? (process.env.SKIPLOCK_URL || undefined);
+  if (deploymentUrl !== undefined) {
+    const flag = values.url !== undefined ? '--url' : 'SKIPLOCK_URL';
+    if (!process.env.API_TOKEN) {
+      process.stderr.write(`skiplock: ${flag} is set but API_TOKEN is not: set API_TOKEN to the deployment's API token, so the CLI can wake it (POST /v1/wake)\n`);
+      return 2;
+    }
+    try {
+      deployment = checkDeployment({ url: deploymentUrl, token: process.env.API_TOKEN });
+    } catch (error) {
+      process.stderr.write(`skiplock: ${(error as Error).message.replace(/^deployment\.url/, flag).replace(/^deployment\.token/, 'API_TOKEN')}\n`);
+      return 2;
+    }
+  }
+
   const url = process.env.DATABASE_URL;
   if (!url) {
     process.stderr.write('skiplock: DATABASE_URL is not set — set it to your database\'s connection string (postgres://user:password@host:port/database; `npx skiplock dev` prints one for a local database)\n');
@@ -180,9 +202,15 @@ export async function main(argv: readonly string[], options: CliOptions = {}): P
   }
   const sql = pgDriver.createPgDriver(url, { max: 2 });
   try {
-    const skiplock = createSkiplock({ sql, tasks });
-    const output = await run(skiplock, command, rest, values);
+    const skiplock = createSkiplock({ sql, tasks, log: cliLog, ...(deployment && { deployment }) });
+    // When the write made due work (the hook every such write calls), and for when.
+    let dueAtMs: number | null = null;
+    skiplock.setWakeDriver({ onDueWork: (atMs) => void (dueAtMs = dueAtMs === null ? atMs : Math.min(dueAtMs, atMs)) });
+    const output = await run(skiplock, command, rest, values, deployment !== undefined);
     process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
+    // (events send with pending on: jobs has said it already, in its own line.)
+    const saidPending = command === 'events' && ((output as { event?: { pending?: number } }).event?.pending ?? 0) > 0;
+    if (dueAtMs !== null && !deployment && !saidPending && isWriteCommand(command, rest)) process.stderr.write(`${unwokenLine(dueAtMs)}\n`);
     // The replay check is for CI: a job the new code would fail fails the step.
     if (command === 'replay' && (output as { failures: unknown[] }).failures.length > 0) return 1;
     return 0;
@@ -202,7 +230,26 @@ export async function main(argv: readonly string[], options: CliOptions = {}): P
   }
 }
 
-async function run(skiplock: Skiplock, command: string, args: string[], values: Values): Promise<unknown> {
+/** Commands that write jobs (and may make due work): the ones the no-SKIPLOCK_URL line is for. */
+function isWriteCommand(command: string, args: readonly string[]): boolean {
+  if (['enqueue', 'reschedule', 'resume', 'restart', 'retry', 'cancel'].includes(command)) return true;
+  if (command === 'jobs') return ['retry', 'cancel', 'restart'].includes(args[0] ?? '');
+  return command === 'events' && args[0] === 'send';
+}
+
+/** Without SKIPLOCK_URL: when an idle deployment finds the work this command made due, and how to wake it. */
+function unwokenLine(atMs: number): string {
+  const when = atMs <= Date.now() + 1_000 ? 'due now' : `due at ${new Date(atMs).toISOString()}`;
+  return `skiplock: the work is ${when}, but an idle deployment finds it only at its next safety check (IDLE_CHECK_MS, one hour by default) or cron — to start it on time, set SKIPLOCK_URL (its base URL) and API_TOKEN so the CLI wakes it, or POST /v1/wake to it`;
+}
+
+/** The CLI's warnings: a failed wake as one line on stderr; anything else as the library says it. */
+const cliLog: Logger = (level, message, fields) => {
+  if (!message.startsWith('waking the deployment failed')) return consoleLog(level, message, fields);
+  process.stderr.write(`skiplock: waking the deployment at ${String(fields?.url)} failed (${String(fields?.error)}); it finds the work at its next safety check (IDLE_CHECK_MS) or cron\n`);
+};
+
+async function run(skiplock: Skiplock, command: string, args: string[], values: Values, woken = false): Promise<unknown> {
   switch (command) {
     case 'migrate': {
       expectArgs(args, 0);
@@ -287,7 +334,7 @@ async function run(skiplock: Skiplock, command: string, args: string[], values: 
       return oneJob(skiplock, 'restart', args[0]!, values);
     }
     case 'events':
-      return runEvents(skiplock, args, values);
+      return runEvents(skiplock, args, values, woken);
     case 'tick': {
       expectArgs(args, 0);
       const budgetMs = values.budget === undefined ? 30_000 : integer(values.budget, '--budget');
@@ -440,7 +487,7 @@ if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLTo
 }
 
 /** `events send <name> [data-json]` and `events list`. */
-async function runEvents(skiplock: Skiplock, args: string[], values: Values): Promise<unknown> {
+async function runEvents(skiplock: Skiplock, args: string[], values: Values, woken: boolean): Promise<unknown> {
   const [sub, ...rest] = args;
   if (sub === 'send') {
     if (rest.length < 1 || rest.length > 2) throw new UsageError('events send takes <name> and an optional data (JSON)');
@@ -459,9 +506,9 @@ async function runEvents(skiplock: Skiplock, args: string[], values: Values): Pr
       ...(values['idempotency-key'] !== undefined && { idempotencyKey: values['idempotency-key'] }),
     });
     // Tasks another deployment defines with on: this name: that deployment starts their jobs, not this CLI.
-    if (created && event.pending > 0)
+    if (created && event.pending > 0 && !woken)
       process.stderr.write(
-        `skiplock: ${event.pending} on: job${event.pending === 1 ? '' : 's'} of this event ${event.pending === 1 ? 'is' : 'are'} pending: the deployment that registered ${event.pending === 1 ? 'its task' : 'their tasks'} starts ${event.pending === 1 ? 'it' : 'them'} at its next tick (POST /v1/wake on it to tick now)\n`,
+        `skiplock: ${event.pending} on: job${event.pending === 1 ? '' : 's'} of this event ${event.pending === 1 ? 'is' : 'are'} pending: the deployment that registered ${event.pending === 1 ? 'its task' : 'their tasks'} starts ${event.pending === 1 ? 'it' : 'them'} at its next tick (to tick now: set SKIPLOCK_URL and API_TOKEN so the CLI wakes it, or POST /v1/wake on it)\n`,
       );
     return { event, created };
   }

@@ -23,6 +23,7 @@ export type { AnyTask, EnqueueInputOf, Register, RegisteredTaskName, RegisteredT
 export type { EnqueueInput, EnqueueResult } from './runtime/enqueue.ts';
 export type { TickOptions } from './runtime/tick.ts';
 export type { TickIfDueOptions, TickIfDueResult, WakeDriver } from './runtime/wake.ts';
+export type { DeploymentOptions } from './runtime/deployment-wake.ts';
 export { createMemoryWakeStore, shouldTick, type WakeDecision, type WakeReason, type WakeState, type WakeStore } from './runtime/wake-state.ts';
 export type { ActivityMinute, CancelResult, JobPage, JobStats, ListJobsOptions } from './runtime/admin.ts';
 export type { BulkInput, BulkResult } from './runtime/bulk.ts';

@@ -120,3 +120,9 @@ export interface TickResult {
 export function emptyTickResult(): TickResult {
   return { claimed: 0, done: 0, retried: 0, suspended: 0, dead: 0, cancelled: 0, reaped: 0, fired: 0, staleWrites: 0 };
 }
+
+/**
+ * The shortest secret accepted (API_TOKEN, CRON_SECRET, METRICS_TOKEN, a deployment's token):
+ * 16 characters (a random 16-character token holds ≥ 95 bits).
+ */
+export const MIN_SECRET_LENGTH = 16;

@@ -3,9 +3,9 @@
  * when missing or guessable, with a message naming the variable and where a platform sets it.
  */
 import { SkiplockError } from '../core/errors.ts';
+import { MIN_SECRET_LENGTH } from '../core/types.ts';
 
-/** The shortest secret accepted: 16 characters (a random 16-character token holds ≥ 95 bits). */
-export const MIN_SECRET_LENGTH = 16;
+export { MIN_SECRET_LENGTH };
 
 /** Where the user sets a variable, by platform: said in the 503 an unconfigured deployment answers. */
 export type SecretPlatform = 'cloudflare' | 'vercel' | 'node';

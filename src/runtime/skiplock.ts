@@ -34,6 +34,7 @@ import { createBulk, type BulkInput, type BulkResult } from './bulk.ts';
 import { createReplayCheck, type CheckReplayInput, type CheckReplayResult } from './replay.ts';
 import { createWaker, type TickIfDueOptions, type TickIfDueResult, type WakeDriver } from './wake.ts';
 import { DEFAULT_IDLE_CHECK_MS } from './wake-state.ts';
+import { createDeploymentWake, type DeploymentOptions } from './deployment-wake.ts';
 import { createCallbackSigner, type CallbackOptions } from './callback-token.ts';
 import { dispatchPendingWith, EVENT_LIMITS, listEventsWith, registrationRows, sendEventWith, subscriptions, type SendEventInput, type SendEventResult, type StoredEvent } from './events.ts';
 import { completeCallback, registerTasks } from '../store/events.ts';
@@ -90,6 +91,16 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
    * Platform entry points set it (setWakeDriver); default: memory, and no background tick.
    */
   wake?: WakeDriver;
+  /**
+   * A deployment this process writes jobs for but does not run (a web service beside a worker, a
+   * script, the CLI): after each write that creates or moves due work, and on `wake()`, an
+   * authenticated `POST {url}/v1/wake` with `{ at }` wakes it (src/runtime/deployment-wake.ts).
+   * `url`: its base URL, where `/v1/wake` is (http or https); `token`: its API_TOKEN (≥ 16
+   * characters). One request per earlier instant (a burst or a batch: one or two); a write waits
+   * for its request at most `timeoutMs` (default 1500); a failure is logged, never thrown. Default
+   * none: only this process's own wake state is lowered.
+   */
+  deployment?: DeploymentOptions;
   /**
    * OpenTelemetry: the `@opentelemetry/api` module (`import * as otel from '@opentelemetry/api'`).
    * Enqueues store the active trace context, and each attempt runs in a span under it. Default:
@@ -281,9 +292,9 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
   const warnOnce = warnOnceWith(log);
   const staticSchedules = (config.schedules ?? []).map((s) => s.name);
   /** A write's result, after telling the hook when the work it made is due (null: it made none; undefined: now). */
-  const after = <T>(result: T, dueAt: (result: T) => Date | number | null | undefined): T => {
+  const after = async <T>(result: T, dueAt: (result: T) => Date | number | null | undefined): Promise<T> => {
     const at = dueAt(result);
-    if (at !== null) dueWork(at);
+    if (at !== null) await dueWork(at);
     return result;
   };
   const schedules = createScheduleOperations({ sql, registry, schedules: config.schedules ?? [], now, log, warnOnce });
@@ -296,7 +307,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
   const enqueueBatch = async (inputs: readonly EnqueueInput[]) =>
     afterEnqueue(inputs, await enqueueJobs(sql, registry, inputs, now(), { batch: true, traceparent: await traceparent() }));
   const enqueueWithResult = async (input: EnqueueInput) =>
-    afterEnqueue([input], await enqueueJobs(sql, registry, [input], now(), { traceparent: input.traceparent ?? (await traceparent()) }))[0]!;
+    (await afterEnqueue([input], await enqueueJobs(sql, registry, [input], now(), { traceparent: input.traceparent ?? (await traceparent()) })))[0]!;
   const enqueue = async (input: EnqueueInput) => (await enqueueWithResult(input)).job;
   const readJob = async (id: string) => {
     if (!isJobId(id)) return undefined;
@@ -357,12 +368,16 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
   let driver: WakeDriver = config.wake ?? {};
   const idleCheckMs = config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS;
   if (!Number.isInteger(idleCheckMs) || idleCheckMs < 0) throw new TypeError(`idleCheckMs must be an integer ≥ 0, got ${String(config.idleCheckMs)}`);
-  const waker = createWaker({ driver: () => driver, idleCheckMs, log, tick: runTick, dueInMs: msUntilNext });
-  /** The one hook: every write that creates or moves due work calls it, with the instant it is due. */
-  const dueWork = (at?: Date | number) => void waker.dueWork(at);
-  const afterEnqueue = (inputs: readonly EnqueueInput[], results: EnqueueResult[]) => {
+  const remote = config.deployment === undefined ? undefined : createDeploymentWake(config.deployment, log);
+  const waker = createWaker({ driver: () => driver, idleCheckMs, log, tick: runTick, dueInMs: msUntilNext, ...(remote && { remote }) });
+  /**
+   * The one hook: every write that creates or moves due work calls it, with the instant it is due.
+   * It waits only for the `deployment` wake request (bounded by its timeout), not for a local tick.
+   */
+  const dueWork = (at?: Date | number) => waker.afterWrite(at);
+  const afterEnqueue = async (inputs: readonly EnqueueInput[], results: EnqueueResult[]) => {
     const due = inputs.flatMap((input, i) => (results[i]?.created || input.debounce ? [dueAtOf(input)] : []));
-    if (due.length > 0) dueWork(Math.min(...due));
+    if (due.length > 0) await dueWork(Math.min(...due));
     return results;
   };
 

@@ -12,8 +12,9 @@
  * ever compared with the clock of the invocation reading it. A tick learns its next instant from
  * the database as a duration ("due in N ms", measured with the database's clock) and turns it into
  * an instant with Date.now() + N, so clock skew between the database and the platform cancels out
- * (only the answer's return trip remains, and that errs late: Date.now() is read when the answer
- * arrives, after the database measured N). An instant given by a caller
+ * (only the statement's latency remains, and that errs late: N is measured when the database
+ * answers and added to Date.now() when the answer arrives, so the instant falls after the true one
+ * by the answer's return trip — a few ms, well inside the tick's own pickup). An instant given by a caller
  * (`enqueue({ runAt })`, `wake(at)`) is already on the platform's clock. When the database's clock
  * lags the platform's, a wake-up comes early: its tick finds nothing due, and its final statement
  * says how long is left — the state corrects itself at the cost of one statement. WAKE_EARLY_MS

@@ -64,11 +64,22 @@ export interface WakeDeps {
   tick(options: TickOptions): Promise<TickResult>;
   /** Milliseconds until anything is due, from the database (one statement); null: nothing. */
   dueInMs(options: TickOptions): Promise<number | null>;
+  /**
+   * A deployment this process does not run, woken too (the `deployment` option,
+   * src/runtime/deployment-wake.ts): bounded, never rejects. `explicit`: `wake()`, always sent.
+   */
+  remote?: (atMs: number, explicit: boolean) => Promise<void>;
 }
 
 export interface Waker {
   store(): WakeStore;
+  /** `wake()`: lowers, starts, wakes the deployment (always); resolves once all of it is done. */
   dueWork(at?: Date | number): Promise<void>;
+  /**
+   * A write's hook: the same, but resolves once the deployment's wake request (if any) is done —
+   * bounded by its timeout —, not waiting for the local driver (a background tick).
+   */
+  afterWrite(at?: Date | number): Promise<void>;
   tickIfDue(options?: TickIfDueOptions): Promise<TickIfDueResult>;
 }
 
@@ -79,15 +90,27 @@ export function createWaker(deps: WakeDeps): Waker {
   const warn = (what: string) => (error: unknown) => deps.log('warn', what, { error: String(error) });
   const readFrom = (s: WakeStore): Promise<WakeState | null> => s.read().catch((error: unknown) => (warn('reading the wake state failed; checking the database')(error), null));
 
-  async function dueWork(at?: Date | number): Promise<void> {
+  function start(at: Date | number | undefined, explicit: boolean): { local: Promise<unknown>; remote: Promise<void> } | null {
     const atMs = at === undefined ? now() : typeof at === 'number' ? at : at.getTime();
-    if (!Number.isFinite(atMs)) return;
+    if (!Number.isFinite(atMs)) return null;
     // Both at once, the driver synchronously: a platform's waitUntil must be called while the
     // invocation is still on (a user's route returns right after its enqueue). A background tick
     // the driver starts for due-now work is forced, so it does not depend on the lower landing first.
     const lowered = store().lower(atMs).catch(warn('lowering the wake state failed'));
     const started = (async () => deps.driver().onDueWork?.(atMs))().catch(warn('starting a tick for due work failed'));
-    await Promise.all([lowered, started]);
+    // The deployment's clock is the real one (a test's compressed platform clock is this process's).
+    const remoteAtMs = at === undefined ? Date.now() : atMs;
+    const remote = deps.remote ? deps.remote(remoteAtMs, explicit).catch(warn('waking the deployment failed')) : Promise.resolve();
+    return { local: Promise.all([lowered, started]), remote };
+  }
+
+  async function dueWork(at?: Date | number): Promise<void> {
+    const s = start(at, true);
+    if (s) await Promise.all([s.local, s.remote]);
+  }
+
+  async function afterWrite(at?: Date | number): Promise<void> {
+    await start(at, false)?.remote;
   }
 
   /** One decision, and the tick it calls for: the state written from the database's answer. */
@@ -152,7 +175,7 @@ export function createWaker(deps: WakeDeps): Waker {
     return options.pollIntervalMs ?? TICK_DEFAULTS.pollIntervalMs;
   }
 
-  return { store, dueWork, tickIfDue };
+  return { store, dueWork, afterWrite, tickIfDue };
 }
 
 /**
