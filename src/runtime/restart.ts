@@ -32,9 +32,6 @@ export interface RestartOptions {
   fromStep?: string | null;
 }
 
-/** The deadlock-safe batch (src/store/sql.ts), here too for the callers that took it from here. */
-export { batchDeadlockSafe };
-
 /** Checks a fromStep: a step id as ctx.step takes it (1 to 200 characters of storable text), or null. */
 export function checkFromStep(fromStep: unknown): string | null {
   if (fromStep === undefined || fromStep === null) return null;

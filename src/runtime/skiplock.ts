@@ -6,7 +6,6 @@
  *   await skiplock.tick({ budgetMs: 25_000 });
  */
 import { SkiplockError } from '../core/errors.ts';
-import { findUnstorableJson } from '../core/json.ts';
 import type { Job, TickResult } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
@@ -462,9 +461,9 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     async migrate(migrations) {
       const result = await migrate(config.sql, migrations);
       // Registered as soon as the schema can hold it: a send right after a deploy's migrate finds this deployment's on: tasks.
-      if (registry.size > 0 && !registered) {
+      if (registry.size > 0 && registration.needed()) {
         await config.sql.query(registerTasks({ now: now(), tasks: registration.rows })).then(
-          () => void (registered = true),
+          registration.done,
           (error: unknown) => log('warn', 'registering the tasks failed; the first tick registers them', { error: String(error) }),
         );
       }

@@ -63,7 +63,6 @@ export function bulkWhereSql(w: BulkWhereRow | null | undefined, values: unknown
   }
   return where;
 }
-const whereSql = bulkWhereSql;
 /** ` AND c1 AND c2…` for appending the filter to a WHERE clause, or '' for none. */
 const andAll = (conditions: readonly string[]) => conditions.map((c) => ` AND ${c}`).join('');
 
@@ -74,7 +73,7 @@ const andAll = (conditions: readonly string[]) => conditions.map((c) => ` AND ${
  */
 export function pickJobs(p: { where: BulkWhereRow; afterId: string; maxId: string; limit: number }): Statement {
   const values: unknown[] = [p.afterId, p.maxId];
-  const where = ['j.id > $1::bigint', 'j.id <= $2::bigint', ...whereSql(p.where, values)];
+  const where = ['j.id > $1::bigint', 'j.id <= $2::bigint', ...bulkWhereSql(p.where, values)];
   return statement(`SELECT j.id::text AS id FROM skiplock.job j WHERE ${where.join(' AND ')} ORDER BY j.id LIMIT $${values.push(p.limit)}`, values);
 }
 
@@ -86,7 +85,7 @@ export function maxJobId(): Statement {
 /** For a dry run: how many jobs match, and how many of them the action would change now. */
 export function countJobs(p: { where: BulkWhereRow; action: BulkAction; fromStep: string | null }): Statement {
   const values: unknown[] = [BULK_FROM[p.action]];
-  const where = whereSql(p.where, values);
+  const where = bulkWhereSql(p.where, values);
   let changes = `j.status = ANY ($1::text[])`;
   if (p.action === 'cancel') changes += ` AND NOT (j.status = 'RUNNING' AND j.cancel_requested)`;
   if (p.action === 'restart' && p.fromStep !== null)
@@ -104,7 +103,7 @@ export function countJobs(p: { where: BulkWhereRow; action: BulkAction; fromStep
  */
 export function retryJobs(p: { now: Clock; ids: readonly string[]; where?: BulkWhereRow | null }): Statement {
   const values: unknown[] = [clock(p.now), p.ids];
-  const filter = andAll(whereSql(p.where, values));
+  const filter = andAll(bulkWhereSql(p.where, values));
   return statement(
     `WITH changed AS (
        UPDATE skiplock.job j SET ${RETRIED}
@@ -129,8 +128,8 @@ export function retryJobs(p: { now: Clock; ids: readonly string[]; where?: BulkW
  */
 export function cancelJobs(p: { now: Clock; ids: readonly string[]; where?: BulkWhereRow | null }): Statement {
   const values: unknown[] = [clock(p.now), p.ids];
-  const filter = andAll(whereSql(p.where, values));
-  const parentFilter = andAll(whereSql(p.where, values, 'a'));
+  const filter = andAll(bulkWhereSql(p.where, values));
+  const parentFilter = andAll(bulkWhereSql(p.where, values, 'a'));
   return statement(
     `WITH RECURSIVE changed AS (
        UPDATE skiplock.job j SET ${CANCEL_SET}
@@ -157,7 +156,7 @@ export function cancelJobs(p: { now: Clock; ids: readonly string[]; where?: Bulk
  */
 export function deleteJobs(p: { ids: readonly string[]; where?: BulkWhereRow | null }): Statement {
   const values: unknown[] = [p.ids];
-  const filter = andAll(whereSql(p.where, values));
+  const filter = andAll(bulkWhereSql(p.where, values));
   return statement(
     `WITH gone AS (DELETE FROM skiplock.job j WHERE j.id = ANY ($1::bigint[]) AND j.status IN ('DONE', 'DEAD', 'CANCELLED')${filter} RETURNING 1)
      SELECT count(*)::int AS changed FROM gone`,
