@@ -69,8 +69,20 @@ export interface WakeStore {
 /** An instant this close (ms) to now counts as due now. */
 export const WAKE_EARLY_MS = 50;
 
-/** Default of `idleCheckMs` / IDLE_CHECK_MS: one database check an hour while idle. */
+/**
+ * Default of `idleCheckMs` / IDLE_CHECK_MS where a hint can be lost between two processes (Vercel's
+ * best-effort Runtime Cache, a Worker's isolate memory in cron mode) and on the Node runner: one
+ * database check an hour while idle.
+ */
 export const DEFAULT_IDLE_CHECK_MS = 3_600_000;
+
+/**
+ * The default where the wake state is durable and one place hears every write: the Cloudflare
+ * Durable Object (alarm mode). Only a write nobody announces waits for it (SQL, a service without
+ * `deployment`); a simulated month of an idle queue with one daily schedule costs about 1.3
+ * Neon CU-hours with it, 15.2 with one hour (docs/platforms.md, `npm run bench:neon`).
+ */
+export const DURABLE_IDLE_CHECK_MS = 24 * 3_600_000;
 
 export type WakeReason =
   /** No state is known (cold start, evicted): check the database once. */

@@ -38,8 +38,10 @@ const DAY = 24 * 3_600_000;
 /** The simulated day: a Monday, midnight UTC. */
 const BASE = Date.parse('2026-06-01T00:00:00Z');
 const HOUR = 3_600_000;
-/** idleCheckMs settings compared on the idle profile (the default is 1 h). */
-const IDLE_CHECKS = [0, 6 * HOUR, HOUR, 15 * 60_000, 5 * 60_000];
+/** idleCheckMs settings compared on the idle profile (defaults: 24 h with the Durable Object, 1 h elsewhere). */
+const IDLE_CHECKS = [0, 24 * HOUR, 12 * HOUR, 6 * HOUR, HOUR, 15 * 60_000, 5 * 60_000];
+/** The defaults, compared on the other profiles. */
+const DEFAULTS = [24 * HOUR, HOUR];
 
 const work = defineTask({ name: 'work', payload: z.object({}), timeoutMs: 5_000, handler: () => ({ ok: true }) });
 const daily = defineSchedule({ name: 'daily-report', cron: '0 5 * * *', task: work, payload: {} });
@@ -178,7 +180,7 @@ async function main() {
 
     const rows: Row[] = [];
     for (const profile of PROFILES.filter((p) => !process.env.NEON_ONLY || p.name === process.env.NEON_ONLY)) {
-      for (const idleCheckMs of process.env.NEON_ONLY ? [HOUR] : profile.name === 'idle' ? IDLE_CHECKS : [HOUR]) {
+      for (const idleCheckMs of process.env.NEON_ONLY ? [HOUR] : profile.name === 'idle' ? IDLE_CHECKS : DEFAULTS) {
         const started = performance.now();
         const after = perMonth(computeUse(await simulateAfter(url, profile, idleCheckMs), BASE, BASE + DAY));
         rows.push({ profile: profile.name, label: profile.label, idleCheckMs, before, after });

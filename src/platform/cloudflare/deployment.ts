@@ -31,7 +31,7 @@ import type { TickOptions } from '../../runtime/tick.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
 import type { Sql } from '../../store/sql.ts';
 import { createBackgroundTicks, type WakeDriver } from '../../runtime/wake.ts';
-import { createMemoryWakeStore, WAKE_EARLY_MS, type WakeStore } from '../../runtime/wake-state.ts';
+import { createMemoryWakeStore, DEFAULT_IDLE_CHECK_MS, DURABLE_IDLE_CHECK_MS, WAKE_EARLY_MS, type WakeStore } from '../../runtime/wake-state.ts';
 import { callbacksFromEnv, ConfigError, idleCheckMsFromEnv, intFromEnv, tickOptionsFromEnv, type CallbackEnv, type TickEnv } from '../env-options.ts';
 import { inBackground } from './wait-until.ts';
 import type { DurableObjectNamespace } from './runtime-types.ts';
@@ -131,7 +131,8 @@ export function createDeployments<Tasks extends TaskList>(options: WorkerOptions
 function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sqlFor, maxParallelTicks: parallel, ...config }: WorkerOptions<Tasks>, store: WakeStore): Deployment<Tasks> {
   if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set (wrangler secret put DATABASE_URL)');
   const alarmMode = tickerMode(env) === 'alarm';
-  const idleCheckMs = idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs);
+  // The Durable Object's storage keeps hints and hears every write: a daily check is enough there.
+  const idleCheckMs = idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs ?? (alarmMode ? DURABLE_IDLE_CHECK_MS : DEFAULT_IDLE_CHECK_MS));
   const ticks = workerTickOptions(env);
   // A job no tick here can fit is refused at enqueue (and by ctx.invoke): the cron's (or the alarm's) tick, or an HTTP one.
   const maxJobTimeoutMs = longestJobTimeoutMs(alarmMode ? ticks.alarmTick : ticks.cronTick, ticks.httpTick);
