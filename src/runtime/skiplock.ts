@@ -82,7 +82,8 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
    * The longest an idle deployment goes without looking at the database, in ms: the safety check
    * that finds work written behind skiplock's back (SQL, another service, `enqueueStatement`)
    * without a `wake()`. A cron or alarm invocation between due instants makes no statement.
-   * `0` never checks. Platform entry points read IDLE_CHECK_MS. Default 3 600 000 (one hour).
+   * `0` never checks. Platform entry points read IDLE_CHECK_MS. Default 3 600 000 (one hour); createWorker's
+   * with the Durable Object: a day (DURABLE_IDLE_CHECK_MS).
    */
   idleCheckMs?: number;
   /**
