@@ -23,6 +23,7 @@ import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { pgUrlOptions } from '../store/drivers/database-url.ts';
+import { WRONG_PROXY_TOKEN_MESSAGE } from '../store/drivers/local-proxy-token.ts';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 
 export interface NeonProxyOptions {
@@ -40,6 +41,11 @@ export interface NeonProxyOptions {
    * round-trip table). Default 0.
    */
   roundTripMs?: number;
+  /**
+   * The secret path segment (16+ characters of A–Z, a–z, 0–9, `_`, `-`), so that the endpoints an
+   * app was given stay valid across restarts (`skiplock dev` keeps it in .skiplock/). Default: a new random one.
+   */
+  token?: string;
 }
 
 export interface NeonProxy {
@@ -81,9 +87,17 @@ const ISOLATION = new Map([['ReadUncommitted', 'READ UNCOMMITTED'], ['ReadCommit
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 const LOOPBACK_HOST_HEADER = /^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?$/i;
 const MAX_BODY = 10 * 1024 * 1024;
+/** A proxy token: URL-safe, long enough to be a secret. */
+export const PROXY_TOKEN = /^[A-Za-z0-9_-]{16,}$/;
+
+/** A new random proxy token. */
+export function newProxyToken(): string {
+  return randomBytes(24).toString('base64url');
+}
 
 export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<NeonProxy> {
-  const token = randomBytes(24).toString('base64url');
+  if (options.token !== undefined && !PROXY_TOKEN.test(options.token)) throw new Error('the proxy token must be 16+ characters of A-Z, a-z, 0-9, _ and -');
+  const token = options.token ?? newProxyToken();
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const pools = new Map<string, pg.Pool>();
   let sqlRequests = 0;
@@ -182,7 +196,7 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
     if (origin !== undefined && !allowedOrigins.has(origin)) return { status: 403, message: `Origin ${origin} is not allowed` };
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     const [, first = '', ...rest] = path.split('/');
-    if (!sameSecret(first, token)) return { status: 403, message: 'Missing or wrong proxy token in the path' };
+    if (!sameSecret(first, token)) return { status: 403, message: WRONG_PROXY_TOKEN_MESSAGE };
     return { route: `/${rest.join('/')}` };
   }
 
