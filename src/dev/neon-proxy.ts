@@ -23,7 +23,7 @@ import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { pgUrlOptions } from '../store/drivers/database-url.ts';
-import { WRONG_PROXY_TOKEN_MESSAGE } from '../store/drivers/local-proxy-token.ts';
+import { PROXY_TOKEN, WRONG_PROXY_TOKEN_MESSAGE } from '../store/drivers/local-proxy-token.ts';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 
 export interface NeonProxyOptions {
@@ -87,17 +87,10 @@ const ISOLATION = new Map([['ReadUncommitted', 'READ UNCOMMITTED'], ['ReadCommit
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 const LOOPBACK_HOST_HEADER = /^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?$/i;
 const MAX_BODY = 10 * 1024 * 1024;
-/** A proxy token: URL-safe, long enough to be a secret. */
-export const PROXY_TOKEN = /^[A-Za-z0-9_-]{16,}$/;
-
-/** A new random proxy token. */
-export function newProxyToken(): string {
-  return randomBytes(24).toString('base64url');
-}
 
 export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<NeonProxy> {
   if (options.token !== undefined && !PROXY_TOKEN.test(options.token)) throw new Error('the proxy token must be 16+ characters of A-Z, a-z, 0-9, _ and -');
-  const token = options.token ?? newProxyToken();
+  const token = options.token ?? randomBytes(24).toString('base64url');
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const pools = new Map<string, pg.Pool>();
   let sqlRequests = 0;

@@ -8,6 +8,9 @@
  */
 import { SkiplockError } from '../../core/errors.ts';
 
+/** A proxy token: URL-safe (it is a path segment), long enough to be a secret. */
+export const PROXY_TOKEN = /^[A-Za-z0-9_-]{16,}$/;
+
 /** The start of the proxy's 403 message, by which the driver knows it. */
 export const WRONG_PROXY_TOKEN = 'Missing or wrong proxy token in the path';
 
