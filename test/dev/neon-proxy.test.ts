@@ -261,6 +261,37 @@ describe('only the app that holds the token, on a loopback Host, from no foreign
     expect(await post(`${base()}${tokenPath()}x/sql`)).toBe(403);
   });
 
+  test('a stale token (an earlier run\'s, pasted into .dev.vars / .env.local): the real driver\'s error names the fix, not a secret', async () => {
+    const stale = `${base()}/${'x'.repeat(32)}/sql`;
+    const restore = () => (neonConfig.fetchEndpoint = proxy.fetchEndpoint);
+    neonConfig.fetchEndpoint = stale;
+    try {
+      const error = await neon(db.url).query('SELECT 1').then(() => null, (e: unknown) => e as Error);
+      expect(error?.message).toContain('HTTP status 403');
+      expect(error?.message).toContain('Missing or wrong proxy token');
+      expect(error?.message).toContain('npx skiplock dev');
+      expect(error?.message).toContain('.dev.vars');
+      expect(error?.message).toContain('.env.local');
+      expect(error?.message).not.toContain(tokenPath().slice(1));
+      expect(error?.message).not.toContain('x'.repeat(32));
+    } finally {
+      restore();
+    }
+  });
+
+  test('a token given (kept by skiplock dev between runs) is the one the endpoints carry; a short one is refused', async () => {
+    const token = 'kept-token-0123456789abcdef';
+    const kept = await startNeonProxy({ token });
+    try {
+      expect(kept.fetchEndpoint).toBe(`http://127.0.0.1:${kept.port}/${token}/sql`);
+      expect(kept.wsProxy('127.0.0.1', 5432)).toBe(`127.0.0.1:${kept.port}/${token}/v2?address=127.0.0.1:5432`);
+      expect(await post(kept.fetchEndpoint)).toBe(200);
+    } finally {
+      await kept.close();
+    }
+    await expect(startNeonProxy({ token: 'short' })).rejects.toThrow(/token/);
+  });
+
   test('WebSocket: the right token opens; a missing or wrong one is refused (403)', async () => {
     expect(await upgrade(`${tokenPath()}/v2?${pgAddress()}`)).toBe(101);
     expect(await upgrade(`/v2?${pgAddress()}`)).toBe(403);

@@ -17,7 +17,7 @@ const tickRoute = (method: 'get' | 'post') =>
     operationId: method === 'post' ? 'tick' : 'tickViaGet',
     path: '/v1/tick',
     summary: 'Run one tick now',
-    description: 'Fires due schedules, reaps expired leases, claims and runs due jobs. Accepts API_TOKEN or CRON_SECRET.',
+    description: 'Fires due schedules, reaps expired leases, claims and runs due jobs, and answers once nothing due is left and nothing it claimed runs (it does not wait for work due later). Accepts API_TOKEN or CRON_SECRET.',
     tags: ['operations'],
     security: [{ bearer: [] }, { cronSecret: [] }],
     responses: { 200: jsonContent(TickResult, 'What the tick did'), ...errorResponses(401) },
@@ -42,7 +42,10 @@ export function registerTickRoutes(app: App, { skiplock, tick, arrivedAt }: Rout
   for (const method of ['get', 'post'] as const) {
     // The budget counts from the request's arrival: the platform's limit (Vercel's maxDuration) does.
     // An explicit tick (a person, a deploy script, a platform cron): it does not consult the wake state.
-    app.openapi(tickRoute(method), async (c) => c.json(await skiplock.tick({ ...tick, startedAt: arrivedAt(c) }), 200));
+    // It ticks what is due and answers once idle: polling on, or waiting for an instant to come,
+    // would hold a request that platforms bill by duration (the instant has its own trigger).
+    // A deployment that asks for polling (tick.untilIdle: false) gets it.
+    app.openapi(tickRoute(method), async (c) => c.json(await skiplock.tick({ ...tick, untilIdle: tick.untilIdle ?? true, startedAt: arrivedAt(c) }), 200));
   }
   app.openapi(wakeRoute, async (c) => {
     const at = await wakeInstant(c.req.raw);

@@ -4,8 +4,9 @@
  * budget:
  *
  * - nothing due (and no safety check due): no statement; it answers at once;
- * - something due now, or later within its minute: it ticks then (waiting for that instant rather
- *   than polling), until idle, and writes the state the database reports;
+ * - something due now, or within WAIT_WITHIN_MS: it ticks then (waiting for that instant rather
+ *   than polling), until idle, and writes the state the database reports; an instant further off
+ *   is left to its own trigger (the Queues timer, else the next cron): it answers at once;
  * - its tick finds more due work than it can run (a claim fills every slot): it calls its own tick
  *   route `maxParallelTicks − 1` more times (one invocation each, marked so that they do not fan
  *   out again, given its deadline so that they end with it) and waits for them. A backlog left
@@ -22,8 +23,14 @@ import type { WakeStore } from '../../runtime/wake-state.ts';
 
 /** Marks a tick started by another one's backlog; its value is the starter's deadline (epoch ms). */
 export const FAN_OUT_HEADER = 'x-skiplock-fan-out';
-/** The longest a cron invocation waits for a due instant: the next minute's invocation takes the rest. */
-const MINUTE_MS = 59_000;
+/**
+ * The longest a cron invocation waits for a coming instant. Vercel bills a function by its
+ * duration (provisioned memory for as long as it runs: a wait costs as much as work), and another
+ * invocation costs about what a second of a 2 GB function's waiting does (docs/platforms.md, "When
+ * the cron waits"); so a wait pays only for an instant under a second away — also the finest
+ * delay a Queues message takes (`delaySeconds`). Anything later is the next trigger's.
+ */
+export const WAIT_WITHIN_MS = 1_000;
 
 export interface VercelCronOptions {
   skiplock: Skiplock;
@@ -60,8 +67,9 @@ export function createVercelCron(options: VercelCronOptions): (request: Request,
     const ownBudget = child ? Math.min(budgetMs, parent - Date.now()) : budgetMs;
     if (ownBudget <= marginMs) return Response.json({ ticked: false, reason: 'too-late' });
     const deadline = Math.floor(Date.now() + ownBudget - (performance.now() - arrivedAt));
-    // Waiting for an instant only pays while the longest job of its tasks still fits after it.
-    const waitWithinMs = child ? 0 : Math.max(0, Math.min(MINUTE_MS, ownBudget - marginMs - longestTaskTimeoutMs));
+    // Waiting for an instant pays only when it is near (WAIT_WITHIN_MS), and only while the
+    // longest job of its tasks still fits after it.
+    const waitWithinMs = child ? 0 : Math.max(0, Math.min(WAIT_WITHIN_MS, ownBudget - marginMs - longestTaskTimeoutMs));
     // The first claim that fills every slot starts the others; they run beside this tick.
     const more: Promise<unknown>[] = [];
     const onBacklog = child || maxParallelTicks <= 1 ? undefined : () => {

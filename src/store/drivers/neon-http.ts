@@ -1,6 +1,7 @@
 import { neon, neonConfig } from '@neondatabase/serverless';
 import type { Row, Sql, Statement } from '../sql.ts';
 import { checkConnectionString } from './database-url.ts';
+import { explainProxyTokenError } from './local-proxy-token.ts';
 
 export interface NeonHttpOptions {
   /** Overrides Neon's HTTPS endpoint, e.g. the local proxy's `http://127.0.0.1:PORT/sql`. */
@@ -14,12 +15,16 @@ export function createNeonHttpDriver(connectionString: string, options: NeonHttp
   if (options.fetchEndpoint) neonConfig.fetchEndpoint = options.fetchEndpoint;
   const sql = neon(connectionString);
 
+  // A stale local proxy token (skiplock dev) becomes an error that names the fix: local-proxy-token.ts.
+  const explained = (error: unknown) => {
+    throw explainProxyTokenError(error);
+  };
   return {
     async query<R extends Row>(s: Statement) {
-      return (await sql.query(s.text, s.values as unknown[])) as R[];
+      return (await sql.query(s.text, s.values as unknown[]).catch(explained)) as R[];
     },
     async batch(statements: readonly Statement[]) {
-      return (await sql.transaction(statements.map((s) => sql.query(s.text, s.values as unknown[])))) as Row[][];
+      return (await sql.transaction(statements.map((s) => sql.query(s.text, s.values as unknown[]))).catch(explained)) as Row[][];
     },
     async close() {},
   };
