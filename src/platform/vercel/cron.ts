@@ -4,9 +4,10 @@
  * budget:
  *
  * - nothing due (and no safety check due): no statement; it answers at once;
- * - something due now, or within WAIT_WITHIN_MS: it ticks then (waiting for that instant rather
- *   than polling), until idle, and writes the state the database reports; an instant further off
- *   is left to its own trigger (the Queues timer, else the next cron): it answers at once;
+ * - something due now, or soon: it ticks then (waiting for that instant rather than polling),
+ *   until idle, and writes the state the database reports. "Soon" is WAIT_WITHIN_MS with the
+ *   Queues timer (a later instant is the timer's: it answers at once), and its minute without one
+ *   (nothing else would start it before the next cron);
  * - its tick finds more due work than it can run (a claim fills every slot): it calls its own tick
  *   route `maxParallelTicks − 1` more times (one invocation each, marked so that they do not fan
  *   out again, given its deadline so that they end with it) and waits for them. A backlog left
@@ -31,6 +32,12 @@ export const FAN_OUT_HEADER = 'x-skiplock-fan-out';
  * delay a Queues message takes (`delaySeconds`). Anything later is the next trigger's.
  */
 export const WAIT_WITHIN_MS = 1_000;
+/**
+ * Without a timer (no `queue` option) nothing but the next cron starts work due later: then the
+ * invocation waits inside its minute for each instant (a wait is cheaper than a job a minute
+ * late, or a day on Hobby), as long as the longest job still fits after it.
+ */
+export const WAIT_WITHOUT_TIMER_MS = 59_000;
 
 export interface VercelCronOptions {
   skiplock: Skiplock;
@@ -40,6 +47,8 @@ export interface VercelCronOptions {
   basePath?: string;
   /** Invocations a backlog may run at once, this one included (1: no fan-out). */
   maxParallelTicks: number;
+  /** Whether a timer (Vercel Queues) starts work due later: then the cron waits only WAIT_WITHIN_MS, else within its minute. */
+  timer?: boolean;
   /** Calls the tick route (a test passes the handler itself). Default: fetch. */
   fetch?: (request: Request) => Promise<Response>;
   /** The app's counts of wrong tokens: a held source is left to the app (429), so this route tells it nothing. */
@@ -67,9 +76,10 @@ export function createVercelCron(options: VercelCronOptions): (request: Request,
     const ownBudget = child ? Math.min(budgetMs, parent - Date.now()) : budgetMs;
     if (ownBudget <= marginMs) return Response.json({ ticked: false, reason: 'too-late' });
     const deadline = Math.floor(Date.now() + ownBudget - (performance.now() - arrivedAt));
-    // Waiting for an instant pays only when it is near (WAIT_WITHIN_MS), and only while the
-    // longest job of its tasks still fits after it.
-    const waitWithinMs = child ? 0 : Math.max(0, Math.min(WAIT_WITHIN_MS, ownBudget - marginMs - longestTaskTimeoutMs));
+    // With a timer, waiting for an instant pays only when it is near (WAIT_WITHIN_MS); without
+    // one, nothing else would start it before the next cron. Only while the longest job still fits.
+    const longestWaitMs = options.timer ? WAIT_WITHIN_MS : WAIT_WITHOUT_TIMER_MS;
+    const waitWithinMs = child ? 0 : Math.max(0, Math.min(longestWaitMs, ownBudget - marginMs - longestTaskTimeoutMs));
     // The first claim that fills every slot starts the others; they run beside this tick.
     const more: Promise<unknown>[] = [];
     const onBacklog = child || maxParallelTicks <= 1 ? undefined : () => {

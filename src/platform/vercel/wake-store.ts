@@ -35,6 +35,12 @@ export interface RuntimeCacheWakeStoreOptions {
   cache?: () => RuntimeCacheLike;
   /** Where a failed cache call is reported. Default console.warn. */
   warn?: (message: string, error: unknown) => void;
+  /**
+   * A tick's conclusion was stored: `state` as merged, `written` as the tick concluded it (they
+   * differ when something lowered the state meanwhile). The Vercel Queues timer arms their
+   * instants (queue-timer.ts).
+   */
+  onWrite?: (state: WakeState, written: Omit<WakeState, 'version'>) => Promise<void>;
 }
 
 /** A WakeStore in Vercel's Runtime Cache. */
@@ -58,7 +64,11 @@ export function createRuntimeCacheWakeStore(options: RuntimeCacheWakeStoreOption
   return {
     read,
     lower: async (atMs) => store(mergeLower(await read(), atMs)),
-    write: async (next, seenVersion) => store(mergeWrite(await read(), next, seenVersion)),
+    async write(next, seenVersion) {
+      const merged = mergeWrite(await read(), next, seenVersion);
+      await store(merged);
+      await options.onWrite?.(merged, next);
+    },
   };
 }
 
