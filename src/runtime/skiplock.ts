@@ -427,7 +427,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     async enqueueAndWait(input, options) {
       const timeoutMs = checkWaitMs(options?.timeoutMs);
       const { job, created } = await enqueueWithResult(input);
-      const started = options.tick ? runTick({ untilIdle: true, ...(options.tick === true ? {} : options.tick) }) : undefined;
+      const started = options.tick ? waker.tick({ untilIdle: true, ...(options.tick === true ? {} : options.tick) }) : undefined;
       started?.catch((error: unknown) => log('error', 'the tick started by enqueueAndWait failed', { error: String(error) }));
       const waited = await waitForJob(job, timeoutMs, { read: () => readJob(job.id) });
       return { ...waited, created, ...(started && { tick: started }) };
@@ -437,10 +437,12 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
       const job = await readJob(id);
       return job && waitForJob(job, timeoutMs, { read: () => readJob(id) });
     },
-    tick: runTick,
+    // A tick the wake state did not decide concludes into it (wake.ts): what it leaves due is heard.
+    tick: (options) => waker.tick(options ?? {}),
+    // Reaped jobs are due now (run_at = now()).
     async reap() {
       const [row] = await sql.query(reapExpiredLeases({ now: now(), limit: 10_000 }));
-      return Number(row?.reaped ?? 0);
+      return after(Number(row?.reaped ?? 0), (n) => (n > 0 ? undefined : null));
     },
     prune,
     msUntilNextWork: msUntilNext,
@@ -504,6 +506,8 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     rescheduleJob: async (id, input) => after(await admin.rescheduleJob(id, input), () => (input.runAt === undefined && input.delayMs === undefined ? null : dueAtOf(input))),
     resumeTask: async (name) => after(await admin.resumeTask(name), (info) => (info.counts.QUEUED > 0 ? undefined : null)),
     putSchedule: async (name, input) => after(await schedules.putSchedule(name, input), () => undefined),
+    // Run alone (a tick fires through beforeClaim, and concludes): the jobs it fires are due now.
+    fireDueSchedules: async () => after(await schedules.fireDueSchedules(), (n) => (n > 0 ? undefined : null)),
   };
 }
 

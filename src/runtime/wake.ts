@@ -5,6 +5,10 @@
  *                   state, then asks the platform's driver to start a tick (now) or a wake-up (later)
  *   tickIfDue() ... what a cron, an alarm, the Node loop run: read the state; nothing due → no
  *                   statement; else tick until idle and write the state the database reports
+ *   tick() ........ a tick the state did not decide (skiplock.tick(), GET /v1/tick,
+ *                   enqueueAndWait({ tick }), the CLI): ticks, then — when it claimed, reaped or
+ *                   fired anything — writes the state the database reports, as tickIfDue does, and
+ *                   tells the driver (and the deployment) of an instant earlier than the one planned
  *
  * The state machine stays here; a platform adapter only says where the state lives (WakeDriver.store)
  * and what "start a tick in the background" means there (WakeDriver.onDueWork).
@@ -26,6 +30,13 @@ export interface WakeDriver {
   onDueWork?(atMs: number): void | Promise<unknown>;
   /** The platform's clock, epoch ms. Default Date.now; tests compress time with their own. */
   now?: () => number;
+  /**
+   * The options of the ticks this platform runs when its wake state says so (the Node runner's
+   * loop): a tick run outside them (tick(), GET /v1/tick) concludes with what those could claim
+   * (their budget decides which jobs' timeouts fit). Default: that tick's own options, its budget
+   * widened to its maxJobTimeoutMs (the longest any tick of the deployment takes).
+   */
+  ticks?: TickOptions;
 }
 
 export interface TickIfDueOptions extends TickOptions {
@@ -81,6 +92,14 @@ export interface Waker {
    */
   afterWrite(at?: Date | number): Promise<void>;
   tickIfDue(options?: TickIfDueOptions): Promise<TickIfDueResult>;
+  /**
+   * A tick the wake state did not decide (skiplock.tick(), GET /v1/tick, enqueueAndWait({ tick })):
+   * concludes into the store as tickIfDue does — the retries, woken parents and next instants it
+   * leaves —, at the cost of one statement, and none when it claimed, reaped and fired nothing.
+   * An instant earlier than the one the store held (or than now, when that one has passed) goes
+   * to the driver (onDueWork: the Node loop's timer, the Worker's alarm) and to the deployment.
+   */
+  tick(options: TickOptions): Promise<TickResult>;
 }
 
 export function createWaker(deps: WakeDeps): Waker {
@@ -175,7 +194,44 @@ export function createWaker(deps: WakeDeps): Waker {
     return options.pollIntervalMs ?? TICK_DEFAULTS.pollIntervalMs;
   }
 
-  return { store, dueWork, afterWrite, tickIfDue };
+  async function tick(options: TickOptions): Promise<TickResult> {
+    const result = await deps.tick(options);
+    // Nothing claimed, reaped or fired: it changed no due work (DESIGN: the state is a hint).
+    if (result.claimed + result.reaped + result.fired === 0) return result;
+    const s = store();
+    // Read before the question: a lower landing after it moves the version, and the write keeps the earlier instant.
+    const startedAt = now();
+    const state = await readFrom(s);
+    let dueIn: number | null;
+    try {
+      dueIn = await deps.dueInMs(concludingOptions(options));
+    } catch (error) {
+      warn('asking when work is next due after a tick failed; the platform finds it at its next check')(error);
+      return result;
+    }
+    const next = concludeWakeState(dueIn, now());
+    await s.write(next, state?.version ?? -1).catch(warn('writing the wake state failed'));
+    if (next.dueAt === null) return result;
+    // Planned: the instant the platform was to wake at; one that has passed is spent (its tick ran or runs).
+    const planned = state?.dueAt ?? null;
+    if (planned === null || next.dueAt < planned || planned <= startedAt) {
+      const atMs = next.dueAt;
+      void (async () => deps.driver().onDueWork?.(atMs))().catch(warn('starting a tick for due work failed'));
+    }
+    if (deps.remote) await deps.remote(Date.now() + Math.max(0, dueIn!), false).catch(warn('waking the deployment failed'));
+    return result;
+  }
+
+  /** What a tick of this platform could claim: the driver's ticks, or these options widened to the deployment's longest job. */
+  function concludingOptions(options: TickOptions): TickOptions {
+    const platform = deps.driver().ticks;
+    if (platform) return platform;
+    if (options.maxJobTimeoutMs === undefined) return options;
+    const budgetMs = Math.max(options.budgetMs ?? TICK_DEFAULTS.budgetMs, options.maxJobTimeoutMs + (options.marginMs ?? TICK_DEFAULTS.marginMs));
+    return { ...options, budgetMs };
+  }
+
+  return { store, dueWork, afterWrite, tickIfDue, tick };
 }
 
 /**

@@ -21,7 +21,7 @@ afterEach(() => {
 });
 
 const kindOf = (s: Statement) =>
-  s.text.includes('claimable_jobs') ? 'claim' : s.text.includes('jsonb_to_recordset($2::jsonb) AS d(') ? 'fire-read'
+  s.text.includes('next_claimable_at') ? 'conclusion' : s.text.includes('claimable_jobs') ? 'claim' : s.text.includes('jsonb_to_recordset($2::jsonb) AS d(') ? 'fire-read'
     : s.text.includes('locked_until < ') ? 'reap' : s.text.includes('DELETE FROM skiplock.job') ? 'prune' : 'other';
 
 /** The claim's lease probe (completeAndClaim's probeLeases). */
@@ -115,8 +115,9 @@ test('a tick that runs one job claims it and writes it in two statements, with n
   expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 1, reaped: 0 });
   // The claim (which also says that no lease has expired), then the result with an empty claim;
   // beside them only the start's schedule read and the once-a-minute retention pass. Only the first
-  // claim asks about leases: the probe walks index entries of finished jobs until VACUUM.
-  expect(counted.counts).toEqual({ claim: 2, 'fire-read': 1, prune: 1 });
+  // claim asks about leases: the probe walks index entries of finished jobs until VACUUM. And the
+  // conclusion into the wake state (a tick that claimed something asks when work is next due).
+  expect(counted.counts).toEqual({ claim: 2, 'fire-read': 1, prune: 1, conclusion: 1 });
   expect(counted.probes.leases).toBe(1);
 
   // A job whose worker vanished: its lease has expired. The first claim sees it, the reaper returns it, the next claim runs it.
@@ -126,7 +127,7 @@ test('a tick that runs one job claims it and writes it in two statements, with n
   counted.probes.leases = 0;
   expect(await skiplock.tick({ untilIdle: true })).toMatchObject({ reaped: 1, claimed: 1, done: 1 });
   // The reaper, and no schedule read: this instance read them in its first tick (its claims say when one is due).
-  expect(counted.counts).toEqual({ claim: 3, reap: 1 });
+  expect(counted.counts).toEqual({ claim: 3, reap: 1, conclusion: 1 });
   expect(counted.probes.leases).toBe(1);
   expect(ran).toEqual(['ran 1', 'ran 2']);
 });

@@ -236,13 +236,18 @@ test('a cancel whose child wakes its WAITING parent reaches the hook (single and
  * Every operation of a skiplock, sorted by what it does to due work (issue 31, item 2): a new
  * operation fails this test until it is put in one group, so none can forget the wake state.
  * MAKES_DUE_WORK: a write that can create or move due work, and so must reach the hook (each is
- * exercised below or in "every write that makes due work reaches the hook"); TICKS: runs a tick
- * or a phase of one, which ends by concluding the state itself; NONE: reads, or writes that make
+ * exercised below or in "every write that makes due work reaches the hook"; `reap` and
+ * `fireDueSchedules`, a phase of a tick run alone, queue jobs due now); TICKS: runs a tick, which
+ * ends by concluding into the wake state (each is exercised in "every tick concludes into the wake
+ * state"), and enqueueAndWait({ tick }) does too; NONE: reads, or writes that make
  * nothing due (a pause, a deleted schedule, pruning), or hands the write to the caller
  * (`enqueueStatement`: the caller wakes).
  */
-const MAKES_DUE_WORK = ['bulk', 'cancelJob', 'completeCallback', 'enqueue', 'enqueueAndWait', 'enqueueBatch', 'enqueueWithResult', 'putSchedule', 'rescheduleJob', 'restartJob', 'resumeTask', 'retryDead', 'retryJob', 'sendEvent', 'wake'];
-const TICKS = ['fireDueSchedules', 'reap', 'tick', 'tickIfDue'];
+const MAKES_DUE_WORK = [
+  'bulk', 'cancelJob', 'completeCallback', 'enqueue', 'enqueueAndWait', 'enqueueBatch', 'enqueueWithResult', 'fireDueSchedules', 'putSchedule', 'reap',
+  'rescheduleJob', 'restartJob', 'resumeTask', 'retryDead', 'retryJob', 'sendEvent', 'wake',
+];
+const TICKS = ['tick', 'tickIfDue'];
 const NONE = [
   'activity', 'checkReplay', 'currentTime', 'deadByTask', 'deleteSchedule', 'enqueueStatement', 'ensureSchema', 'flowStatus', 'flowWait', 'getJob',
   'getJobDetail', 'getSchedule', 'isCallbackToken', 'listEvents', 'listJobs', 'listSchedules', 'listTasks', 'migrate', 'msUntilNextWork', 'pauseTask',
@@ -311,5 +316,92 @@ describe('POST /v1/wake', () => {
     for (const body of [{ at: 'tomorrow' }, { at: 5 }, { when: 'now' }, '{not json'])
       expect((await t.call('POST', '/v1/wake', { body })).status, JSON.stringify(body)).toBe(400);
     expect(heard).toHaveLength(count);
+  });
+});
+
+/**
+ * Issue 31, item 2: every tick concludes into the wake state, not only those the wake state
+ * decided (tickIfDue): a tick() (GET /v1/tick, a script) or enqueueAndWait({ tick }) that leaves
+ * work due later — here a retry's backoff — writes that instant into the driver's store and tells
+ * the driver, so that the platform wakes for it instead of at its next safety check. The job is
+ * written behind this skiplock's back (another instance), so only the tick can tell the state.
+ */
+type Scenario = (h: ReturnType<typeof harness>) => Promise<{ nextAtMs?: number | null } | unknown>;
+const TICK_SCENARIOS: Record<string, Scenario> = {
+  tick: (h) => h.skiplock.tick(h.tick),
+  // Its caller (the Node loop, an alarm, a cron) plans the next wake-up from its answer, nextAtMs.
+  tickIfDue: (h) => h.skiplock.tickIfDue({ ...h.tick, force: true }),
+};
+
+describe('every tick concludes into the wake state', () => {
+  test('every TICKS operation has a scenario below', () => {
+    expect(Object.keys(TICK_SCENARIOS).sort()).toEqual([...TICKS].sort());
+  });
+
+  const scenarios = [
+    ...Object.entries(TICK_SCENARIOS),
+    // enqueueAndWait's own job is an idempotency-key replay (it writes nothing, reaches no hook): only its tick can tell.
+    [
+      'enqueueAndWait({ tick })',
+      async (h: ReturnType<typeof harness>) => {
+        const { tick } = await h.skiplock.enqueueAndWait({ task: 'echo', payload: { message: 'kept' }, idempotencyKey: 'replayed' }, { timeoutMs: 0, tick: h.tick });
+        return tick;
+      },
+    ] as const,
+  ];
+  for (const [name, run] of scenarios) {
+    test(`${name}: a retry it leaves lowers the store to the retry's instant, and the driver hears it`, async () => {
+      const h = harness();
+      await h.skiplock.enqueue({ task: 'echo', payload: { message: 'kept' }, idempotencyKey: 'replayed' });
+      await h.skiplock.tickIfDue(h.tick); // checked: nothing due but the kept job's retention pass, days away
+      expect(h.store.peek()!.checkedAt).toBe(h.clock.t);
+      expect(h.store.peek()!.dueAt! - h.clock.t).toBeGreaterThan(HOUR);
+      const other = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {} });
+      await other.enqueue({ task: 'flaky', payload: { failTimes: 1 } });
+      h.calls.length = 0;
+      h.reset();
+      const before = h.clock.t;
+      const answer = await run(h);
+      const state = h.store.peek()!;
+      // flaky's backoff: 1 s ± 20 %, measured by the database and placed on the platform's clock.
+      expect(state.dueAt! - before).toBeGreaterThanOrEqual(700);
+      expect(state.dueAt! - before).toBeLessThanOrEqual(1_300);
+      expect(state.checkedAt).toBe(h.clock.t);
+      if (name === 'tickIfDue') expect(answer).toMatchObject({ nextAtMs: state.dueAt });
+      else expect(h.calls).toEqual([state.dueAt]);
+      // One statement for the conclusion, beyond the tick's own.
+      expect(h.statements()).toBeLessThanOrEqual(6);
+    });
+  }
+
+  test('a tick that did nothing concludes nothing: no statement beyond its own', async () => {
+    const conclusions: Statement[] = [];
+    const counting = harness(HOUR, { beforeStatement: async (s) => void (isConclusion(s) && conclusions.push(s)) });
+    await counting.skiplock.tick(counting.tick); // the first: schedules and registration
+    conclusions.length = 0;
+    await counting.skiplock.tick(counting.tick);
+    expect(conclusions).toHaveLength(0);
+  });
+
+  test('reap and fireDueSchedules, run alone, reach the hook due now when they queue jobs', async () => {
+    const h = harness();
+    const job = await h.skiplock.enqueue({ task: 'echo', payload: { message: 'lease lost' } });
+    await db.sql.query({ text: `UPDATE skiplock.job SET status = 'RUNNING', attempts = 1, locked_by = 'gone', locked_until = now() - interval '1 second' WHERE id = $1`, values: [job.id] });
+    h.calls.length = 0;
+    expect(await h.skiplock.reap()).toBe(1);
+    expect(h.calls).toHaveLength(1);
+    expect(Math.abs(h.calls[0]! - Date.now())).toBeLessThan(2_000);
+    h.calls.length = 0;
+    expect(await h.skiplock.reap()).toBe(0);
+    expect(h.calls).toHaveLength(0);
+    await h.skiplock.putSchedule('due-now', { every: 1_000, task: 'echo', payload: { message: 'fired' } });
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    h.calls.length = 0;
+    expect(await h.skiplock.fireDueSchedules()).toBeGreaterThan(0);
+    expect(h.calls).toHaveLength(1);
+    h.calls.length = 0;
+    expect(await h.skiplock.fireDueSchedules()).toBe(0);
+    expect(h.calls).toHaveLength(0);
+    await h.skiplock.deleteSchedule('due-now');
   });
 });

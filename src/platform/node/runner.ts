@@ -88,10 +88,13 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
   // The loop sleeps until the wake state's next instant; an enqueue for an earlier instant cuts it short.
   let plannedAt: number | null = null;
   let cutShort: () => void = () => {};
+  const loopTick: TickOptions = { pollIntervalMs: 1_000, ...options.tick, budgetMs: LOOP_BUDGET_MS, untilIdle: true, ...stopping };
   skiplock.setWakeDriver({
     onDueWork(atMs) {
       if (plannedAt === null || atMs < plannedAt) cutShort();
     },
+    // An explicit tick (tick(), GET /v1/tick) concludes with what the loop can claim: the loop takes jobs of any timeout.
+    ticks: loopTick,
   });
 
   const hostname = options.hostname ?? '127.0.0.1';
@@ -118,7 +121,7 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
       plannedAt = Date.now();
       let failure: unknown = 'the wake state was not written';
       const next = await skiplock
-        .tickIfDue({ pollIntervalMs: 1_000, ...options.tick, budgetMs: LOOP_BUDGET_MS, untilIdle: true, ...stopping })
+        .tickIfDue(loopTick)
         .catch((error: unknown) => {
           if (!isNotMigrated(error)) console.error('[skiplock] tick failed', error); // not_migrated: logged once by the tick
           failure = error;
