@@ -10,7 +10,8 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createWorker } from '../../src/cloudflare.ts';
 import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
-import { BACKSTOP_SLACK_MS, type Env } from '../../src/platform/cloudflare/deployment.ts';
+import { BACKSTOP_SLACK_MS, createTickerForwardingStore, type Env } from '../../src/platform/cloudflare/deployment.ts';
+import { createMemoryWakeStore } from '../../src/runtime/wake-state.ts';
 import { FAN_OUT_HEADER } from '../../src/platform/cloudflare/fan-out.ts';
 import type { DurableObjectState } from '../../src/platform/cloudflare/runtime-types.ts';
 import { loadWaitUntil, rememberContext } from '../../src/platform/cloudflare/wait-until.ts';
@@ -106,4 +107,19 @@ test('an enqueue: the object is lowered to a backstop before its background tick
   expect((await worker.skiplock(env).getJob(job.id))?.status).toBe('DONE');
   expect(state()?.dueAt).toBeGreaterThan(Date.now() + 6 * 86_400_000);
   expect(alarm()).toBeGreaterThan(Date.now() + 3_000_000);
+});
+
+test('a later instant is told though a backstop stands (a conclusion may raise the backstop away); a later one than a told instant is not', async () => {
+  const { env, requests, alarm } = await alarmWorker();
+  const store = createTickerForwardingStore(env, createMemoryWakeStore());
+  const now = Date.now();
+  const run = await store.backstop(now + 30_000);
+  await store.tell(now + 60_000); // a delayed enqueue while the background tick runs
+  await store.tell(now + 70_000); // coalesced: the object wakes by +60 s and asks the database then
+  expect(requests.map((r) => [r.path, (r.body.at as number) - now])).toEqual([['/lower', 30_000], ['/lower', 60_000]]);
+  // The tick concludes with nothing due (its question ran before the delayed write): the object
+  // moved since the backstop's answer, so the conclusion only lowers; the +60 s instant holds.
+  await run.write({ dueAt: null, checkedAt: Date.now() }, -1);
+  expect(requests.at(-1)!.path).toBe('/conclude');
+  expect(alarm()).toBe(now + 30_000);
 });

@@ -38,7 +38,7 @@ import { TICK_DEFAULTS, type TickOptions } from '../../runtime/tick.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
 import type { Sql } from '../../store/sql.ts';
 import { createBackgroundTicks, type WakeDriver } from '../../runtime/wake.ts';
-import { createMemoryWakeStore, WAKE_EARLY_MS, type WakeStore } from '../../runtime/wake-state.ts';
+import { createMemoryWakeStore, WAKE_EARLY_MS, type WakeState, type WakeStore } from '../../runtime/wake-state.ts';
 import { callbacksFromEnv, ConfigError, idleCheckMsFromEnv, intFromEnv, tickOptionsFromEnv, type CallbackEnv, type TickEnv } from '../env-options.ts';
 import { inBackground } from './wait-until.ts';
 import type { DurableObjectNamespace } from './runtime-types.ts';
@@ -244,7 +244,7 @@ const warnOnce = (message: string) => {
  * Alarm mode, whether or not the background tick concludes: before it claims, the Durable Object
  * is lowered to a backstop (the tick's deadline + BACKSTOP_SLACK_MS), or to now when a task of
  * this deployment has a timeout only the alarm's budget fits (the alarm claims those at once); the
- * tick's conclusion (the store, createTickerForwardingStore) raises the backstop away, or names
+ * tick's conclusion (the store its backstop returned) raises the backstop away, or names
  * the next instant — counting as due the jobs only the alarm can fit (dueBudgetMs). If the
  * invocation dies, the alarm comes at the backstop, reaps its leases when they expire and takes
  * the rest. An idle deployment makes no statement for it. Costs one subrequest before the tick
@@ -267,9 +267,10 @@ function workerWakeDriver(
   let counter = { spent: 0 };
   const background = createBackgroundTicks(async (rerun) => {
     if (!rerun) counter = { spent: ROUTE_SUBREQUESTS };
+    let runStore: WakeStore = store;
     if (alarmMode) {
       counter.spent += 1;
-      await store.backstop!(alarmOnly ? Date.now() : Date.now() + budgetMs + BACKSTOP_SLACK_MS);
+      runStore = await store.backstop!(alarmOnly ? Date.now() : Date.now() + budgetMs + BACKSTOP_SLACK_MS);
     }
     // (httpTick's limit already keeps the conclusion's request to the Durable Object.)
     if (limit !== undefined && counter.spent + 3 > limit) {
@@ -279,7 +280,7 @@ function workerWakeDriver(
       return;
     }
     await skiplock.tickIfDue({
-      ...httpTick, untilIdle: true, store, force: true, subrequestCounter: counter,
+      ...httpTick, untilIdle: true, store: runStore, force: true, subrequestCounter: counter,
       ...(alarmMode && { dueBudgetMs: alarmUsableMs + (alarmTick.marginMs ?? TICK_DEFAULTS.marginMs) }),
     });
     if (alarmMode) counter.spent += 1;
@@ -296,9 +297,13 @@ function workerWakeDriver(
 
 /** What the forwarding store adds to a WakeStore: the Worker's requests to the Durable Object. */
 interface TickerForwarding {
-  /** Lowers the object to `atMs` before a tick claims: a backstop the tick's conclusion raises away. */
-  backstop(atMs: number): Promise<void>;
-  /** Lowers the object to `atMs` unless this isolate told it an instant as early, still to come. */
+  /**
+   * Lowers the object to `atMs` before a tick claims; resolves to the store that tick concludes
+   * into, whose conclusion replaces the backstop if nothing changed the object since (the
+   * version it answered here), else only lowers it.
+   */
+  backstop(atMs: number): Promise<WakeStore>;
+  /** Lowers the object to `atMs` unless this isolate told it an instant as early, still to come (not a backstop). */
   tell(atMs: number): Promise<void>;
   /** Lowers the object to now. */
   tellNow(): Promise<void>;
@@ -306,45 +311,58 @@ interface TickerForwarding {
 
 /**
  * The Worker's wake store in alarm mode: the isolate's memory, and the Durable Object's state for
- * what every tick the Worker runs concludes (a background tick's, a fan-out invocation's, an
- * explicit one's: retries' backoff instants, parents its children woke, leases it took). A
- * conclusion goes to the object (POST /conclude, one subrequest) when it is earlier than what this
- * isolate last told it (or that instant has passed), or to raise a backstop this isolate set; it
- * replaces the object's state only if nothing changed it since (the version the object answered),
- * else it only lowers it, as the object's own ticks write. A failed request is logged: the
- * object's own instants and the safety check remain.
+ * what every tick the Worker runs concludes (a fan-out invocation's, an explicit one's: retries'
+ * backoff instants, parents its children woke, leases it took). A conclusion goes to the object
+ * (POST /conclude, one subrequest) when it is earlier than what this isolate last told it (or that
+ * instant has passed), and only lowers the object's state. A background tick concludes through the
+ * store its backstop returned, which always tells the object (raising the backstop away). A failed
+ * request is logged: the object's own instants and the safety check remain.
  */
 export function createTickerForwardingStore(env: Env, memory: WakeStore, now: () => number = Date.now): WakeStore & TickerForwarding {
-  /** What this isolate last told the object, the object's version after it, and whether it was a backstop. */
-  let told: { at: number | null; version: number; backstop: boolean } | null = null;
-  const send = async (path: '/lower' | '/conclude', body: object, at: number | null, backstop: boolean) => {
+  /**
+   * What this isolate last told the object: at most that instant is the object's now (a later
+   * request may only lower it), unless it was a backstop, which a conclusion may raise away.
+   */
+  let told: { at: number | null; backstop: boolean } | null = null;
+  /** One request; resolves to the object's version after it (null: failed, logged). */
+  const send = async (path: '/lower' | '/conclude', body: object, at: number | null, backstop: boolean): Promise<number | null> => {
     try {
       const { version } = (await tickerRequest(env, path, body)) as { version?: unknown };
-      told = typeof version === 'number' ? { at, version, backstop } : null;
+      told = { at, backstop };
+      return typeof version === 'number' ? version : null;
     } catch (error) {
       logWakeFailure(error);
+      return null;
     }
   };
   const standing = () => (told !== null && told.at !== null && told.at > now() ? told : null);
-  const tell = async (atMs: number) => {
-    const t = standing();
-    if (t && t.at! <= atMs) return;
-    await send('/lower', { at: atMs }, atMs, false);
-  };
+  const conclude = (next: Omit<WakeState, 'version'>, seen: number) => send('/conclude', { dueAt: next.dueAt, checkedAt: next.checkedAt, seen }, next.dueAt, false);
   return {
     read: () => memory.read(),
     lower: (atMs) => memory.lower(atMs),
     async write(next, seenVersion) {
       await memory.write(next, seenVersion);
       const t = standing();
-      const raise = t?.backstop === true && next.dueAt !== t.at;
-      const earlier = next.dueAt !== null && (t === null || next.dueAt < t.at!);
-      if (!raise && !earlier) return;
-      await send('/conclude', { dueAt: next.dueAt, checkedAt: next.checkedAt, seen: told?.version ?? -1 }, next.dueAt, false);
+      if (next.dueAt === null || (t !== null && !t.backstop && t.at! <= next.dueAt)) return;
+      await conclude(next, -1); // only lowers: this tick set no backstop
     },
-    backstop: (atMs) => send('/lower', { at: atMs }, atMs, true),
-    tell,
-    tellNow: () => send('/lower', { at: now() }, now(), false),
+    async backstop(atMs) {
+      const version = await send('/lower', { at: atMs }, atMs, true);
+      return {
+        read: () => memory.read(),
+        lower: (at) => memory.lower(at),
+        async write(next, seenVersion) {
+          await memory.write(next, seenVersion);
+          await conclude(next, version ?? -1);
+        },
+      };
+    },
+    async tell(atMs) {
+      const t = standing();
+      if (t && !t.backstop && t.at! <= atMs) return;
+      await send('/lower', { at: atMs }, atMs, false);
+    },
+    tellNow: async () => void (await send('/lower', { at: now() }, now(), false)),
   };
 }
 
