@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 /** A Worker in alarm mode whose Durable Object is the real class over memory; its requests recorded. */
-async function alarmWorker() {
+async function alarmWorker(vars: Record<string, string> = {}) {
   const db = await createTestDb();
   dbs.push(db);
   const worker = createWorker({ tasks: exampleTasks, sql: () => createNeonHttpDriver(db.url, { fetchEndpoint: proxy.fetchEndpoint }), log: () => {} });
@@ -57,7 +57,7 @@ async function alarmWorker() {
       },
     }),
   };
-  const env = { DATABASE_URL: db.url, API_TOKEN: TOKEN, SKIPLOCK_TICKER: namespace } as unknown as Env;
+  const env = { DATABASE_URL: db.url, API_TOKEN: TOKEN, SKIPLOCK_TICKER: namespace, ...vars } as unknown as Env;
   object = new worker.Ticker({ storage } as unknown as DurableObjectState, env);
   const waited: Promise<unknown>[] = [];
   const ctx = { waitUntil: (p: Promise<unknown>) => void waited.push(p), passThroughOnException() {}, props: {} };
@@ -122,4 +122,15 @@ test('a later instant is told though a backstop stands (a conclusion may raise t
   await run.write({ dueAt: null, checkedAt: Date.now() }, -1);
   expect(requests.at(-1)!.path).toBe('/conclude');
   expect(alarm()).toBe(now + 30_000);
+});
+
+test('a task whose timeout only the alarm can give: an enqueue lowers the object to now, so its alarm claims at once', async () => {
+  // HTTP_TICK_BUDGET_MS 10 s: the example `sleep` task's 20 s timeout fits only the alarm's 25 s.
+  const { worker, env, requests, settle } = await alarmWorker({ HTTP_TICK_BUDGET_MS: '10000' });
+  const before = Date.now();
+  await worker.skiplock(env).enqueue({ task: 'sleep', payload: { ms: 0 } });
+  await settle();
+  expect(requests[0]!.path).toBe('/lower');
+  expect(requests[0]!.body.at as number).toBeLessThanOrEqual(Date.now());
+  expect(requests[0]!.body.at as number).toBeGreaterThanOrEqual(before);
 });
