@@ -265,22 +265,28 @@ function workerWakeDriver(
   const limit = httpTick.subrequestLimit;
   // One tally per chain: its reruns run in the invocation that started it (their subrequests add up).
   let counter = { spent: 0 };
+  // httpTick's limit keeps the conclusion's request to the Durable Object; a chain's runs also keep
+  // one for a rerun that finds the invocation's subrequests spent and can only tell the object.
+  const tickLimit = limit === undefined ? undefined : limit - (alarmMode ? 1 : 0);
   const background = createBackgroundTicks(async (rerun) => {
     if (!rerun) counter = { spent: ROUTE_SUBREQUESTS };
+    if (tickLimit !== undefined && counter.spent + (alarmMode ? 1 : 0) + 3 > tickLimit) {
+      // This invocation cannot pay for a claim any more: what is due is the alarm's (told now with
+      // the request kept for it; in cron mode the isolate's memory still says due now).
+      if (alarmMode && counter.spent < limit! + 1) {
+        counter.spent += 1;
+        await store.tellNow!();
+      }
+      return;
+    }
     let runStore: WakeStore = store;
     if (alarmMode) {
       counter.spent += 1;
       runStore = await store.backstop!(alarmOnly ? Date.now() : Date.now() + budgetMs + BACKSTOP_SLACK_MS);
     }
-    // (httpTick's limit already keeps the conclusion's request to the Durable Object.)
-    if (limit !== undefined && counter.spent + 3 > limit) {
-      // This invocation cannot pay for a claim any more: what is due is the alarm's (the backstop
-      // above, or in cron mode the isolate's memory, which still says due now).
-      if (alarmMode) await store.tellNow!();
-      return;
-    }
     await skiplock.tickIfDue({
       ...httpTick, untilIdle: true, store: runStore, force: true, subrequestCounter: counter,
+      ...(tickLimit !== undefined && { subrequestLimit: tickLimit }),
       ...(alarmMode && { dueBudgetMs: alarmUsableMs + (alarmTick.marginMs ?? TICK_DEFAULTS.marginMs) }),
     });
     if (alarmMode) counter.spent += 1;

@@ -2,9 +2,12 @@
  * The SkiplockTicker Durable Object (the default ticker, TICKER unset or "alarm"): it keeps the
  * wake state in its storage and its alarm at the instant the state names (ticker-store.ts). Its
  * alarm ticks until idle and writes the state the database reports. The Worker tells it when work
- * becomes due (POST /lower `{ at }`: an enqueue for later, the conclusion of a tick the Worker ran
- * itself), and the minute cron, the safety net, asks it to check its alarm (POST /cron): no
- * statement, no tick unless the state says so. One instance, named "skiplock", so alarms never overlap.
+ * becomes due (POST /lower `{ at }`: an enqueue for later, the backstop before a background tick
+ * claims) and what a tick it ran itself concluded (POST /conclude `{ dueAt, checkedAt, seen }`,
+ * merged as a tick's own write is: it replaces the state only if nothing changed it since version
+ * `seen`); both answer `{ version }`. The minute cron, the safety net, asks it to check its alarm
+ * (POST /cron): no statement, no tick unless the state says so. A failed alarm backs off
+ * (TICKER_RETRY_BACKOFF). One instance, named "skiplock", so alarms never overlap.
  */
 import { retryDelayMs, type RetryBackoff } from '../../runtime/retry-backoff.ts';
 import { isNotMigrated } from '../../runtime/schema-check.ts';
