@@ -57,6 +57,32 @@ export interface TickOptions {
    * claims: callers act once. Default none.
    */
   onBacklog?: () => void;
+  /**
+   * The most subrequests this tick may make: each of its statements is one over Neon's HTTP driver,
+   * and a Workers invocation may make 50 on the Free plan (10 000 on Paid) — the one past it fails.
+   * The tick stops claiming while it can still write every claimed job's result within it: it
+   * keeps, per job claimed and not yet written, one for its result and `subrequestsPerJob` for the
+   * handler's own, plus the heartbeats its remaining time may need; upkeep (reaping, firing,
+   * dispatching) is skipped when it would eat into that. Work it leaves is still due: its
+   * conclusion says so and the next invocation takes it. Default: no limit.
+   */
+  subrequestLimit?: number;
+  /**
+   * Subrequests a handler makes itself (its fetches, `ctx.enqueue`, step writes), kept per claimed
+   * job against subrequestLimit. Default 0.
+   */
+  subrequestsPerJob?: number;
+  /**
+   * The invocation's tally, shared by several ticks (and the caller's own requests) of one
+   * invocation: the tick adds each of its statements to `spent` and measures subrequestLimit
+   * against it. Default: the tick's own, from 0.
+   */
+  subrequestCounter?: SubrequestCounter;
+}
+
+/** Subrequests an invocation has made (TickOptions.subrequestCounter). */
+export interface SubrequestCounter {
+  spent: number;
 }
 
 export interface TickDeps {
@@ -115,8 +141,10 @@ export const TICK_DEFAULTS = {
   fireIntervalMs: 1_000,
   workerName: 'tick',
   drainMs: 10_000,
+  subrequestsPerJob: 0,
 } as const;
 
 
 /** The options with their defaults filled in. */
-export type ResolvedTickOptions = Required<Omit<TickOptions, 'signal' | 'startedAt' | 'maxJobTimeoutMs' | 'onBacklog'>> & Pick<TickOptions, 'signal' | 'startedAt' | 'maxJobTimeoutMs' | 'onBacklog'>;
+type OptionalTickOptions = 'signal' | 'startedAt' | 'maxJobTimeoutMs' | 'onBacklog' | 'subrequestLimit' | 'subrequestCounter';
+export type ResolvedTickOptions = Required<Omit<TickOptions, OptionalTickOptions>> & Pick<TickOptions, OptionalTickOptions>;

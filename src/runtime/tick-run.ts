@@ -11,7 +11,8 @@ import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
 import type { StoredStep } from './steps.ts';
 import { keyOf, runKey, type PendingResult } from './tick-results.ts';
 import { createWakeup, startClock } from './tick-timing.ts';
-import type { ResolvedTickOptions, TickDeps } from './tick-options.ts';
+import type { ResolvedTickOptions, SubrequestCounter, TickDeps } from './tick-options.ts';
+import type { Row, Sql, Statement } from '../store/sql.ts';
 
 export const LEASE_GRACE_MS = 5_000;
 
@@ -53,13 +54,20 @@ export interface TickRun {
   eventsDue: boolean;
   queueEmpty: boolean;
   failures: number;
+  /** The invocation's subrequests (subrequestLimit): every statement of the tick adds one. */
+  readonly subrequests: SubrequestCounter;
+  /** Set once the subrequest budget left no room to claim with nothing held: the tick stops claiming. */
+  outOfSubrequests: boolean;
   /** Statements since the last idle wait that found no work: an idle tick waits pollIntervalMs per statement. */
   statements: number;
   readonly runDeps: RunDeps;
 }
 
 /** A new tick's state, its handlers' dependencies wired to it. */
-export function openTickRun(deps: TickDeps, o: ResolvedTickOptions): TickRun {
+export function openTickRun(given: TickDeps, o: ResolvedTickOptions): TickRun {
+  const subrequests = o.subrequestCounter ?? { spent: 0 };
+  // Every statement through the tick's port counts (claims, results, heartbeats, reaps, steps).
+  const deps = { ...given, sql: countingSql(given.sql, subrequests) };
   // The claims say whether a schedule is due (their schedule_due), so beforeClaim can wait for them.
   const probeSchedules = deps.beforeClaim !== undefined && deps.staticSchedules !== undefined;
   const run = {
@@ -88,6 +96,8 @@ export function openTickRun(deps: TickDeps, o: ResolvedTickOptions): TickRun {
     eventsDue: false,
     queueEmpty: false,
     failures: 0,
+    subrequests,
+    outOfSubrequests: false,
     statements: 0,
   } as Omit<TickRun, 'runDeps'> as TickRun;
   (run as { runDeps: RunDeps }).runDeps = {
@@ -103,6 +113,48 @@ export function openTickRun(deps: TickDeps, o: ResolvedTickOptions): TickRun {
     maxJobTimeoutMs: o.maxJobTimeoutMs ?? o.budgetMs - o.marginMs,
   };
   return run;
+}
+
+/** The port with each statement (or batch) counted as one subrequest. */
+function countingSql(sql: Sql, counter: SubrequestCounter): Sql {
+  return {
+    ...sql,
+    query<R extends Row>(s: Statement) {
+      counter.spent += 1;
+      return sql.query<R>(s);
+    },
+    batch(statements: readonly Statement[]) {
+      counter.spent += 1;
+      return sql.batch(statements);
+    },
+  };
+}
+
+/** How often heartbeats renew the running jobs' leases. */
+export const heartbeatIntervalMs = (run: TickRun) => Math.max(100, Math.floor(run.o.leaseMs / 3));
+
+/**
+ * Subrequests left to spend on new work (subrequestLimit): what the limit leaves after those
+ * spent, the results of the jobs held (running or written yet) and their handlers' own, and the
+ * heartbeats the rest of the budget may need. Infinity without a limit.
+ */
+export function subrequestsFree(run: TickRun): number {
+  const limit = run.o.subrequestLimit;
+  if (limit === undefined) return Infinity;
+  const held = run.running.size + run.pending.length;
+  const heartbeats = Math.ceil(Math.max(0, run.deadline - run.elapsed()) / heartbeatIntervalMs(run));
+  return limit - run.subrequests.spent - held * (1 + run.o.subrequestsPerJob) - heartbeats;
+}
+
+/** How many jobs a claim may take within the subrequest budget: the claiming statement and the steps' read, then each job's share. */
+export function affordableClaims(run: TickRun): number {
+  const free = subrequestsFree(run);
+  return free === Infinity ? Infinity : Math.max(0, Math.floor((free - 2) / (1 + run.o.subrequestsPerJob)));
+}
+
+/** Whether upkeep costing `statements` fits, leaving a job's claim room. */
+export function upkeepAffordable(run: TickRun, statements: number): boolean {
+  return subrequestsFree(run) - statements - 2 - (1 + run.o.subrequestsPerJob) >= 0;
 }
 
 /** Stop claiming: running handlers get drainMs, then the margin. */
@@ -146,7 +198,7 @@ export function startHeartbeats(run: TickRun): () => void {
     } finally {
       heartbeating = false;
     }
-  }, Math.max(100, Math.floor(run.o.leaseMs / 3)));
+  }, heartbeatIntervalMs(run));
   return () => clearInterval(timer);
 }
 

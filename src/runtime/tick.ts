@@ -20,7 +20,7 @@ import { reapExpiredLeases } from '../store/jobs.ts';
 import { adoptUnkeyedJobs } from './flow-key.ts';
 import { backOff, flushAndClaim, giveBackUnseen } from './tick-flush.ts';
 import { TICK_DEFAULTS, type TickDeps, type TickOptions } from './tick-options.ts';
-import { openTickRun, startHeartbeats, stopTickRun, upkeepDue, type TickRun } from './tick-run.ts';
+import { affordableClaims, openTickRun, startHeartbeats, stopTickRun, upkeepAffordable, upkeepDue, type TickRun } from './tick-run.ts';
 import { yieldToIo } from './tick-timing.ts';
 
 export { TICK_DEFAULTS, type TickDeps, type TickOptions } from './tick-options.ts';
@@ -41,18 +41,18 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
         await giveBackPhase(run);
         continue;
       }
-      const claiming = !run.stopping && !run.deadlineReached;
+      const claiming = !run.stopping && !run.deadlineReached && !run.outOfSubrequests;
       if (claiming) {
         await firePhase(run);
         await reapPhase(run);
         await dispatchPhase(run);
       }
-      const free = claiming ? run.o.concurrency - run.running.size : 0;
+      const free = claiming ? claimable(run) : 0;
       if (run.pending.length > 0 || (free > 0 && !run.queueEmpty)) {
         await flushAndClaim(run, free); // and the run phase: claimed jobs start at once
         continue;
       }
-      if (run.running.size === 0 && (!claiming || run.o.untilIdle)) break;
+      if (run.running.size === 0 && (!claiming || run.o.untilIdle || run.outOfSubrequests)) break;
       await waitPhase(run, free);
     }
   } finally {
@@ -66,6 +66,26 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
     if (giveBack) run.deps.log('warn', 'giving back unseen claims failed; the reaper returns them when their leases expire', { error: String(giveBack.failed) });
   }
   return run.counts;
+}
+
+/**
+ * Free slots, within the subrequest budget. With nothing held and no room for even one job's
+ * claim and result, the tick stops claiming (its conclusion says the rest is due: the next
+ * invocation takes it); with jobs held, it waits for their results to free their share.
+ */
+function claimable(run: TickRun): number {
+  const slots = run.o.concurrency - run.running.size;
+  if (slots <= 0) return 0;
+  const affordable = affordableClaims(run);
+  if (affordable > 0) return Math.min(slots, affordable);
+  if (run.running.size === 0 && run.pending.length === 0) {
+    run.outOfSubrequests = true;
+    run.deps.warnOnce(
+      `subrequests:${run.o.subrequestLimit}`,
+      `a tick reached its subrequest budget (subrequestLimit ${run.o.subrequestLimit}) and claimed no more; the next invocation takes what is due (said once)`,
+    );
+  }
+  return 0;
 }
 
 /** False when the tick must end now (results unwritten past the deadline); aborts handlers at the margin. */
@@ -93,10 +113,11 @@ async function giveBackPhase(run: TickRun): Promise<void> {
 /** Fires due schedules: at the start, then when a claiming statement said one is due, at most every fireIntervalMs. */
 async function firePhase(run: TickRun): Promise<void> {
   const { deps, o } = run;
-  if (!deps.beforeClaim || !run.scheduleDue || run.elapsed() - run.lastFire < (o.fireIntervalMs || Infinity)) return;
+  if (!deps.beforeClaim || !run.scheduleDue || run.elapsed() - run.lastFire < (o.fireIntervalMs || Infinity) || !upkeepAffordable(run, 2)) return;
   run.lastFire = run.elapsed();
   if (run.probeSchedules) run.scheduleDue = false; // until a claiming statement says so again
   run.statements += 2; // at most: the read, and the firing when something was due
+  run.subrequests.spent += 2; // not through the tick's port (the schedules' own)
   const fired = await deps.beforeClaim().catch((error: unknown) => {
     deps.log('error', 'firing schedules failed', { error: String(error) });
     return 0;
@@ -112,9 +133,10 @@ async function firePhase(run: TickRun): Promise<void> {
  */
 async function dispatchPhase(run: TickRun): Promise<void> {
   const { deps } = run;
-  if (!deps.events || !run.eventsDue) return;
+  if (!deps.events || !run.eventsDue || !upkeepAffordable(run, 2)) return;
   run.eventsDue = false; // until a claiming statement says so again
   run.statements += 2; // at most: the read, and the dispatch when something was pending
+  run.subrequests.spent += 2; // not through the tick's port
   const dispatched = await deps.events.dispatch().catch((error: unknown) => {
     deps.log('warn', 'starting the on: jobs of events sent elsewhere failed', { error: String(error) });
     return { started: 0, more: false };
@@ -130,12 +152,12 @@ async function dispatchPhase(run: TickRun): Promise<void> {
  */
 async function reapPhase(run: TickRun): Promise<void> {
   const { deps } = run;
-  if (run.reapDue) {
+  if (run.reapDue && upkeepAffordable(run, 1)) {
     run.reapDue = false; // until a claiming statement says so again
     run.statements += 1;
     if (await reap(deps.sql, deps.now(), run.counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) run.queueEmpty = false;
   }
-  if (!upkeepDue(run, run.lastUpkeep)) return;
+  if (!upkeepDue(run, run.lastUpkeep) || !upkeepAffordable(run, 3)) return;
   run.lastUpkeep = run.elapsed();
   // Jobs of limited tasks enqueued without their keys: keyed here, or no claim would take them.
   const adopted = run.limits.length === 0 ? 0 : await adoptUnkeyedJobs(deps.sql, deps.run.registry, deps.now()).catch((error: unknown) => {
@@ -144,7 +166,10 @@ async function reapPhase(run: TickRun): Promise<void> {
   });
   if (adopted > 0) run.queueEmpty = false;
   const pruned = await deps.housekeeping?.().catch((error: unknown) => deps.log('warn', 'pruning finished jobs failed', { error: String(error) }));
-  if (pruned === true) run.statements += 1;
+  if (pruned === true) {
+    run.statements += 1;
+    run.subrequests.spent += 1; // pruning goes through skiplock's own port
+  }
 }
 
 /**

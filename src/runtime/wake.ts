@@ -50,6 +50,14 @@ export interface TickIfDueOptions extends TickOptions {
    * work due now is followed by another. Default 0: one decision.
    */
   waitWithinMs?: number;
+  /**
+   * The budget whose jobs the conclusion counts as due: the longest any tick of the deployment
+   * has (on Cloudflare the alarm's), so that work this tick cannot fit (a job whose timeout is
+   * longer than its budget) is still due for the tick that can, instead of waiting for the safety
+   * check. Default: this tick's budgetMs. Only for a single decision: with waitWithinMs a tick
+   * would find due what it cannot claim.
+   */
+  dueBudgetMs?: number;
 }
 
 export interface TickIfDueResult {
@@ -133,16 +141,19 @@ export function createWaker(deps: WakeDeps): Waker {
   }
 
   /** One decision, and the tick it calls for: the state written from the database's answer. */
-  async function step(options: TickOptions, force: boolean, store: () => WakeStore) {
+  async function step(options: TickOptions, force: boolean, store: () => WakeStore, dueBudgetMs: number | undefined) {
     const read = () => readFrom(store());
     const state = await read();
     const decision = force ? { tick: true, reason: 'forced' as const, nextAtMs: null } : shouldTick(state, now(), deps.idleCheckMs);
     if (!decision.tick) return { ...decision, atMs: decision.nextAtMs, result: null, backlog: false, concluded: true };
-    const result = await deps.tick(options);
+    // The conclusion's statement is kept out of the tick's subrequests, and counted when made.
+    const limit = options.subrequestLimit;
+    const result = await deps.tick(limit === undefined ? options : { ...options, subrequestLimit: limit - 1 });
     let backlog = false;
     let concluded = false;
     try {
-      const dueIn = await deps.dueInMs(options);
+      if (options.subrequestCounter) options.subrequestCounter.spent += 1;
+      const dueIn = await deps.dueInMs(dueBudgetMs === undefined ? options : { ...options, budgetMs: Math.max(dueBudgetMs, options.budgetMs ?? 0) });
       backlog = dueIn !== null && dueIn <= 0;
       await store().write(concludeWakeState(dueIn, now()), state?.version ?? -1);
       concluded = true;
@@ -159,13 +170,16 @@ export function createWaker(deps: WakeDeps): Waker {
   }
 
   async function tickIfDue(options: TickIfDueOptions = {}): Promise<TickIfDueResult> {
-    const { force = false, waitWithinMs = 0, store: given, ...tickOptions } = options;
+    const { force = false, waitWithinMs = 0, store: given, dueBudgetMs, ...rest } = options;
     const storeOf = given ? () => given : store;
+    // One tally for every tick of this call (a window's ticks are one invocation's).
+    const tickOptions = { ...rest, subrequestCounter: rest.subrequestCounter ?? { spent: 0 } };
+    const limit = tickOptions.subrequestLimit;
     const until = now() + waitWithinMs;
     const total = emptyTickResult();
     let ticked = false;
     for (let first = true; ; first = false) {
-      const s = await step(tickOptions, force && first, storeOf);
+      const s = await step(tickOptions, force && first, storeOf, waitWithinMs > 0 ? undefined : dueBudgetMs);
       if (s.result) {
         ticked = true;
         for (const key of Object.keys(total) as (keyof TickResult)[]) total[key] += s.result[key];
@@ -175,7 +189,9 @@ export function createWaker(deps: WakeDeps): Waker {
       // now: nothing else takes this invocation's place (in the Worker's cron mode the next trigger
       // is the next minute's cron), and a tick that ends idle just before a job's instant leaves
       // exactly that — its conclusion, a moment later, finds the job due.
-      if (waitWithinMs <= 0 || !s.concluded || s.nextAtMs === null || s.nextAtMs > until || tickOptions.signal?.aborted) return done;
+      // A window also ends when the invocation's subrequests could not pay for a claim and its conclusion.
+      const spentOut = limit !== undefined && tickOptions.subrequestCounter.spent + 3 > limit;
+      if (waitWithinMs <= 0 || !s.concluded || s.nextAtMs === null || s.nextAtMs > until || tickOptions.signal?.aborted || spentOut) return done;
       await sleep(waitMs(s, tickOptions), tickOptions.signal);
     }
   }
@@ -238,23 +254,38 @@ export function createWaker(deps: WakeDeps): Waker {
  * One background tick at a time per process (isolate): a request while one runs marks it to run
  * again when it ends, so a burst of enqueues costs one tick chain, and none is missed (an enqueue
  * seen after the running tick's last claim is picked up by the rerun). Resolves when the chain ends.
+ * `run` is told whether it is a rerun of the chain (the same invocation's: its subrequests add up).
+ *
+ * A run that has not ended `staleAfterMs` after it began belonged to an invocation that is gone
+ * (a Worker's waitUntil ends 30 s after the response, an exceeded CPU limit ends it at once: its
+ * promise never settles): the next request starts a chain of its own instead of waiting on it for ever.
  */
-export function createBackgroundTicks(run: () => Promise<unknown>, log: Logger): () => Promise<void> {
+export function createBackgroundTicks(run: (rerun: boolean) => Promise<unknown>, log: Logger, staleAfterMs = Infinity): () => Promise<void> {
   let chain: Promise<void> | null = null;
   let again = false;
+  let runStartedAt = 0;
+  let current: object | null = null;
   return () => {
-    if (chain) {
+    if (chain && performance.now() - runStartedAt <= staleAfterMs) {
       again = true;
       return chain;
     }
+    if (chain) log('warn', 'a background tick never ended (its invocation was ended); starting another', { staleAfterMs });
+    again = false;
+    const mine = (current = {});
     chain = (async () => {
       try {
-        do {
+        for (let rerun = false; ; rerun = true) {
           again = false;
-          await run().catch((error: unknown) => log('error', 'background tick failed', { error: String(error) }));
-        } while (again);
+          runStartedAt = performance.now();
+          await run(rerun).catch((error: unknown) => log('error', 'background tick failed', { error: String(error) }));
+          if (!again || current !== mine) break;
+        }
       } finally {
-        chain = null;
+        if (current === mine) {
+          chain = null;
+          current = null;
+        }
       }
     })();
     return chain;

@@ -145,7 +145,9 @@ test('six connections per invocation: with handlers holding a fetch past their l
   })();
   let result;
   try {
-    result = await worker.tick({ ...cronTick, budgetMs: 60_000, leaseMs: LEASE_MS, untilIdle: true });
+    // Workers Paid's subrequests (SUBREQUEST_LIMIT=10000): a 2 s lease over a 60 s budget may need
+    // 90 heartbeats, more than Free's 50, so the tick would keep them and claim nothing there.
+    result = await worker.tick({ ...cronTick, subrequestLimit: 10_000, budgetMs: 60_000, leaseMs: LEASE_MS, untilIdle: true });
   } finally {
     ticking = false;
     cap.restore();

@@ -103,6 +103,37 @@ describe('claiming and completing', () => {
   });
 });
 
+describe('subrequest budget (issue 31, item 5: Workers Free allows 50 per invocation)', () => {
+  test('a tick stops claiming while it can still write every claimed job’s result: no statement past the limit, nothing left RUNNING', async () => {
+    const task = recordingTask();
+    let statements = 0;
+    let past = 0;
+    const LIMIT = 20;
+    const counted = {
+      ...db.sql,
+      query: (s: Parameters<typeof db.sql.query>[0]) => {
+        statements += 1;
+        if (statements > LIMIT) past += 1;
+        return db.sql.query(s);
+      },
+    } as typeof db.sql;
+    const producer = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
+    await producer.enqueueBatch(Array.from({ length: 200 }, (_, n) => ({ task: 'record', payload: { n } })));
+    const skiplock = createSkiplock({ sql: counted, tasks: [task], log: quiet, retention: false });
+    const counter = { spent: 0 };
+    const result = await skiplock.tick({ untilIdle: true, concurrency: 5, subrequestLimit: LIMIT, subrequestsPerJob: 1, subrequestCounter: counter });
+    expect(past).toBe(0);
+    expect(counter.spent).toBeGreaterThanOrEqual(statements); // upkeep through skiplock's own port is counted at its most
+    expect(result.claimed).toBeGreaterThan(0);
+    expect(result.claimed).toBeLessThan(200);
+    expect(result.done).toBe(result.claimed);
+    expect(await count(`SELECT count(*) n FROM skiplock.job WHERE status = 'RUNNING'`)).toBe(0);
+    expect(await count(`SELECT count(*) n FROM skiplock.job WHERE status = 'DONE'`)).toBe(result.claimed);
+    // Without a limit the same tick takes them all.
+    expect((await skiplock.tick({ untilIdle: true, concurrency: 5 })).claimed).toBe(200 - result.claimed);
+  });
+});
+
 describe('fenced writes', () => {
   test('a stale worker whose lease was reaped and whose job was reclaimed cannot overwrite the new result', async () => {
     let release!: () => void;

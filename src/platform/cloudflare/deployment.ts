@@ -13,7 +13,14 @@
  * - HTTP request: `waitUntil` work may run 30 s after the response. The tick after an enqueue,
  *   and GET/POST /v1/tick, run HTTP_TICK_BUDGET_MS = 25 s.
  * - Durable Object alarm: wall time up to 15 min; one alarm ticks ALARM_TICK_BUDGET_MS = 25 s at most.
- * - Subrequests (each Neon HTTP query is one): 10 000 per invocation on Workers Paid, 50 on Free.
+ * - Subrequests (each Neon HTTP query is one, and each request to the Durable Object or through a
+ *   service binding): 50 per invocation on Workers Free, 10 000 on Paid; the one past the cap
+ *   fails. Every tick keeps within SUBREQUEST_LIMIT (default 50, safe on both plans): it stops
+ *   claiming while it can still write each claimed job's result (one each, plus SUBREQUESTS_PER_JOB
+ *   for the handler's own, default 1) and conclude (the statement that says what is next, and the
+ *   Durable Object's request). A background tick also leaves ROUTE_SUBREQUESTS to the route that
+ *   enqueued. What a tick leaves is due now: the Durable Object's next alarm, an invocation of its
+ *   own, takes it.
  * - Simultaneous connections: 6 per invocation waiting for response headers (a seventh waits, in
  *   order, until one has its headers); handlers' fetches and the tick's Neon requests share them,
  *   hence TICK_CONCURRENCY defaults to 5 here (WORKER_CONCURRENCY). A Durable Object's alarm and
@@ -27,11 +34,11 @@ import { platformSource } from '../../http/token-throttle.ts';
 import type { Schedule } from '../../runtime/schedule-definition.ts';
 import { createSkiplock, type Skiplock, type SkiplockConfig } from '../../runtime/skiplock.ts';
 import type { TaskList } from '../../runtime/task-types.ts';
-import type { TickOptions } from '../../runtime/tick.ts';
+import { TICK_DEFAULTS, type TickOptions } from '../../runtime/tick.ts';
 import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
 import type { Sql } from '../../store/sql.ts';
 import { createBackgroundTicks, type WakeDriver } from '../../runtime/wake.ts';
-import { createMemoryWakeStore, DEFAULT_IDLE_CHECK_MS, DURABLE_IDLE_CHECK_MS, WAKE_EARLY_MS, type WakeStore } from '../../runtime/wake-state.ts';
+import { createMemoryWakeStore, DEFAULT_IDLE_CHECK_MS, DURABLE_IDLE_CHECK_MS, WAKE_EARLY_MS, type WakeState, type WakeStore } from '../../runtime/wake-state.ts';
 import { callbacksFromEnv, ConfigError, idleCheckMsFromEnv, intFromEnv, tickOptionsFromEnv, type CallbackEnv, type TickEnv } from '../env-options.ts';
 import { inBackground } from './wait-until.ts';
 import type { DurableObjectNamespace } from './runtime-types.ts';
@@ -67,6 +74,14 @@ export interface Env extends TickEnv, Omit<CallbackEnv, 'API_TOKEN'> {
   SKIPLOCK_SELF?: { fetch(request: Request): Promise<Response> };
   /** Invocations a backlog may run at once, the alarm's included (1: no fan-out). Default 8 (DEFAULT_MAX_PARALLEL_TICKS). */
   MAX_PARALLEL_TICKS?: string | number;
+  /**
+   * Subrequests one invocation may make (Workers Free: 50; Paid: 10 000 by default, or your
+   * `limits.subrequests`). Default 50: safe on every plan; on Paid raise it (10000) so that a busy
+   * tick is not cut into invocations of 50 statements.
+   */
+  SUBREQUEST_LIMIT?: string | number;
+  /** Subrequests a handler makes itself (fetches, ctx.enqueue, step writes), kept per claimed job. Default 1. */
+  SUBREQUESTS_PER_JOB?: string | number;
   /** Local development only: Neon's HTTP endpoint, pointed at the local Neon proxy by `npm start`. */
   NEON_FETCH_ENDPOINT?: string;
 }
@@ -79,7 +94,28 @@ export interface WorkerOptions<Tasks extends TaskList = TaskList> extends Omit<S
   sql?: (env: Env) => Sql;
   /** Invocations a backlog may run at once (MAX_PARALLEL_TICKS overrides; needs the SKIPLOCK_SELF binding). Default 8 (measured: docs/platforms.md). */
   maxParallelTicks?: number;
+  /** Subrequests one invocation may make (SUBREQUEST_LIMIT overrides). Default 50 (Workers Free's cap; Paid: 10 000). */
+  subrequestLimit?: number;
+  /** Subrequests a handler makes itself, kept per claimed job (SUBREQUESTS_PER_JOB overrides). Default 1. */
+  subrequestsPerJob?: number;
 }
+
+/** SUBREQUEST_LIMIT when neither the option nor the variable sets it: Workers Free's cap, safe on every plan. */
+export const DEFAULT_SUBREQUEST_LIMIT = 50;
+/** SUBREQUESTS_PER_JOB's default: a handler's one fetch (a webhook, an email API). */
+export const DEFAULT_SUBREQUESTS_PER_JOB = 1;
+/**
+ * Kept for the route that enqueued, by the background tick it starts in its invocation (its own
+ * enqueue statement and a few of its own requests): the tick cannot see them.
+ */
+export const ROUTE_SUBREQUESTS = 5;
+/**
+ * A background tick's backstop (alarm mode): before it claims, the Durable Object is lowered to
+ * the tick's deadline plus this, so that if the invocation dies (CPU limit, waitUntil's 30 s) the
+ * alarm comes, reaps its leases when they expire and takes what it left; its conclusion, when it
+ * comes, raises the backstop away. After its deadline the tick's conclusion takes a statement or two.
+ */
+export const BACKSTOP_SLACK_MS = 5_000;
 
 /** maxParallelTicks when neither the option nor MAX_PARALLEL_TICKS sets it. */
 export const DEFAULT_MAX_PARALLEL_TICKS = 8;
@@ -91,6 +127,10 @@ export interface Deployment<Tasks extends TaskList = TaskList> {
   http: Mounted;
   /** The minute cron's tick. */
   cronTick: TickOptions;
+  /** The tick after an enqueue, of /v1/tick and of a fan-out invocation's conclusion (the HTTP budget). */
+  httpTick: TickOptions;
+  /** The wake store of this isolate (alarm mode: forwarded to the Durable Object). */
+  store: WakeStore;
   /** One alarm's tick (Durable Object mode). */
   alarmTick: TickOptions;
   /** Whether the Durable Object drives ticks (TICKER unset or "alarm", and the binding exists). */
@@ -128,16 +168,21 @@ export function createDeployments<Tasks extends TaskList>(options: WorkerOptions
   };
 }
 
-function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sqlFor, maxParallelTicks: parallel, ...config }: WorkerOptions<Tasks>, store: WakeStore): Deployment<Tasks> {
+function createDeployment<Tasks extends TaskList>(
+  env: Env,
+  { basePath, sql: sqlFor, maxParallelTicks: parallel, subrequestLimit, subrequestsPerJob, ...config }: WorkerOptions<Tasks>,
+  isolateStore: WakeStore,
+): Deployment<Tasks> {
   if (!sqlFor && !env.DATABASE_URL) throw new Error('DATABASE_URL is not set (wrangler secret put DATABASE_URL)');
   const alarmMode = tickerMode(env) === 'alarm';
   // The Durable Object's storage keeps hints and hears every write: a daily check is enough there.
   const idleCheckMs = idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs ?? (alarmMode ? DURABLE_IDLE_CHECK_MS : DEFAULT_IDLE_CHECK_MS));
-  const ticks = workerTickOptions(env);
+  const ticks = workerTickOptions(env, { subrequestLimit, subrequestsPerJob });
   // A job no tick here can fit is refused at enqueue (and by ctx.invoke): the cron's (or the alarm's) tick, or an HTTP one.
   const maxJobTimeoutMs = longestJobTimeoutMs(alarmMode ? ticks.alarmTick : ticks.cronTick, ticks.httpTick);
   const cronTick = { ...ticks.cronTick, maxJobTimeoutMs };
-  const httpTick = { ...ticks.httpTick, maxJobTimeoutMs };
+  // In alarm mode a Worker tick's conclusion may cost a request to the Durable Object: kept out of its subrequests.
+  const httpTick = { ...ticks.httpTick, maxJobTimeoutMs, ...(alarmMode && { subrequestLimit: ticks.httpTick.subrequestLimit! - 1 }) };
   const alarmTick = { ...ticks.alarmTick, maxJobTimeoutMs };
   if (cronTick.concurrency! > WORKER_CONCURRENCY) {
     console.warn(
@@ -148,8 +193,11 @@ function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sql
   }
   const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
   // Callback URLs (ctx.createCallback): PUBLIC_URL and CALLBACK_SECRET (or API_TOKEN), unless given.
-  const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), ...config, sql, idleCheckMs });
-  skiplock.setWakeDriver(workerWakeDriver(env, skiplock, httpTick, alarmMode, store));
+  // Every tick of this skiplock keeps within the invocation's subrequests (an explicit tick() too).
+  const budget = { subrequestLimit: httpTick.subrequestLimit, subrequestsPerJob: httpTick.subrequestsPerJob };
+  const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), ...config, tick: { ...budget, ...config.tick }, sql, idleCheckMs });
+  const store = alarmMode ? createTickerForwardingStore(env, isolateStore) : isolateStore;
+  skiplock.setWakeDriver(workerWakeDriver(env, skiplock, { httpTick, alarmTick }, alarmMode, store));
   // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the rest of the Worker works.
   const tokenGuard = createTokenGuard(platformSource('cloudflare'));
   const app = createAppOrNotice({
@@ -164,7 +212,7 @@ function createDeployment<Tasks extends TaskList>(env: Env, { basePath, sql: sql
     // No runInBackground: every write that makes due work starts its tick through the wake driver.
   });
   const maxParallelTicks = intFromEnv(env.MAX_PARALLEL_TICKS, parallel ?? DEFAULT_MAX_PARALLEL_TICKS, 'MAX_PARALLEL_TICKS');
-  return { skiplock, app, http: mount(app, basePath), cronTick, alarmTick, alarmMode, idleCheckMs, maxParallelTicks, basePath, tokenGuard };
+  return { skiplock, app, http: mount(app, basePath), cronTick, httpTick, alarmTick, store, alarmMode, idleCheckMs, maxParallelTicks, basePath, tokenGuard };
 }
 
 /** TICKER, checked against the binding: "alarm" without SKIPLOCK_TICKER is a clear error, unset falls back to "cron". */
@@ -191,31 +239,151 @@ const warnOnce = (message: string) => {
 /**
  * The Worker's side of the wake state. Due now: a tick in the background of this invocation
  * (waitUntil from cloudflare:workers, so a user's own route needs no ctx), one chain per isolate;
- * in alarm mode its conclusion goes to the Durable Object, which follows up (retries, delays).
- * Due later: the Durable Object's alarm is lowered to it (alarm mode), or the isolate's memory is
+ * due later: the Durable Object's alarm is lowered to it (alarm mode), or the isolate's memory is
  * (cron mode: the minute cron sees it, and waits inside its minute for it).
+ *
+ * Alarm mode, whether or not the background tick concludes: before it claims, the Durable Object
+ * is lowered to a backstop (the tick's deadline + BACKSTOP_SLACK_MS), or to now when a task of
+ * this deployment has a timeout only the alarm's budget fits (the alarm claims those at once); the
+ * tick's conclusion (the store its backstop returned) raises the backstop away, or names
+ * the next instant — counting as due the jobs only the alarm can fit (dueBudgetMs). If the
+ * invocation dies, the alarm comes at the backstop, reaps its leases when they expire and takes
+ * the rest. An idle deployment makes no statement for it. Costs one subrequest before the tick
+ * and one after, besides the tick's statements, all within the invocation's subrequest budget.
  */
-function workerWakeDriver(env: Env, skiplock: Skiplock, httpTick: TickOptions, alarmMode: boolean, store: WakeStore): WakeDriver {
-  const background = createBackgroundTicks(async () => {
-    await skiplock.tickIfDue({ ...httpTick, untilIdle: true, store, force: true });
-    const dueAt = (await store.read())?.dueAt ?? null;
-    if (alarmMode && dueAt !== null) await lowerTicker(env, dueAt);
-  }, (level, message, fields) => console.error(`[skiplock] ${message}`, fields));
+function workerWakeDriver(
+  env: Env,
+  skiplock: Skiplock,
+  { httpTick, alarmTick }: { httpTick: TickOptions; alarmTick: TickOptions },
+  alarmMode: boolean,
+  store: WakeStore & Partial<TickerForwarding>,
+): WakeDriver {
+  const budgetMs = httpTick.budgetMs ?? TICK_DEFAULTS.budgetMs;
+  const marginMs = httpTick.marginMs ?? TICK_DEFAULTS.marginMs;
+  const alarmUsableMs = (alarmTick.budgetMs ?? TICK_DEFAULTS.budgetMs) - (alarmTick.marginMs ?? TICK_DEFAULTS.marginMs);
+  // Tasks only the alarm can claim (their timeout fits its budget, not the HTTP one's).
+  const alarmOnly = alarmMode && [...skiplock.tasks.values()].some((t) => t.timeoutMs > budgetMs - marginMs && t.timeoutMs <= alarmUsableMs);
+  const limit = httpTick.subrequestLimit;
+  // One tally per chain: its reruns run in the invocation that started it (their subrequests add up).
+  let counter = { spent: 0 };
+  // httpTick's limit keeps the conclusion's request to the Durable Object; a chain's runs also keep
+  // one for a rerun that finds the invocation's subrequests spent and can only tell the object.
+  const tickLimit = limit === undefined ? undefined : limit - (alarmMode ? 1 : 0);
+  const background = createBackgroundTicks(async (rerun) => {
+    if (!rerun) counter = { spent: ROUTE_SUBREQUESTS };
+    if (tickLimit !== undefined && counter.spent + (alarmMode ? 1 : 0) + 3 > tickLimit) {
+      // This invocation cannot pay for a claim any more: what is due is the alarm's (told now with
+      // the request kept for it; in cron mode the isolate's memory still says due now).
+      if (alarmMode && counter.spent < limit! + 1) {
+        counter.spent += 1;
+        await store.tellNow!();
+      }
+      return;
+    }
+    let runStore: WakeStore = store;
+    if (alarmMode) {
+      counter.spent += 1;
+      runStore = await store.backstop!(alarmOnly ? Date.now() : Date.now() + budgetMs + BACKSTOP_SLACK_MS);
+    }
+    await skiplock.tickIfDue({
+      ...httpTick, untilIdle: true, store: runStore, force: true, subrequestCounter: counter,
+      ...(tickLimit !== undefined && { subrequestLimit: tickLimit }),
+      ...(alarmMode && { dueBudgetMs: alarmUsableMs + (alarmTick.marginMs ?? TICK_DEFAULTS.marginMs) }),
+    });
+    if (alarmMode) counter.spent += 1;
+  }, (level, message, fields) => console.error(`[skiplock] ${message}`, fields), budgetMs + BACKSTOP_SLACK_MS);
   return {
     store,
     onDueWork(atMs) {
       if (atMs <= Date.now() + WAKE_EARLY_MS) return inBackground(background());
-      if (alarmMode) return inBackground(lowerTicker(env, atMs).catch(logWakeFailure));
+      if (alarmMode) return inBackground(store.tell!(atMs));
       return undefined;
     },
   };
 }
 
+/** What the forwarding store adds to a WakeStore: the Worker's requests to the Durable Object. */
+interface TickerForwarding {
+  /**
+   * Lowers the object to `atMs` before a tick claims; resolves to the store that tick concludes
+   * into, whose conclusion replaces the backstop if nothing changed the object since (the
+   * version it answered here), else only lowers it.
+   */
+  backstop(atMs: number): Promise<WakeStore>;
+  /** Lowers the object to `atMs` unless this isolate told it an instant as early, still to come (not a backstop). */
+  tell(atMs: number): Promise<void>;
+  /** Lowers the object to now. */
+  tellNow(): Promise<void>;
+}
+
+/**
+ * The Worker's wake store in alarm mode: the isolate's memory, and the Durable Object's state for
+ * what every tick the Worker runs concludes (a fan-out invocation's, an explicit one's: retries'
+ * backoff instants, parents its children woke, leases it took). A conclusion goes to the object
+ * (POST /conclude, one subrequest) when it is earlier than what this isolate last told it (or that
+ * instant has passed), and only lowers the object's state. A background tick concludes through the
+ * store its backstop returned, which always tells the object (raising the backstop away). A failed
+ * request is logged: the object's own instants and the safety check remain.
+ */
+export function createTickerForwardingStore(env: Env, memory: WakeStore, now: () => number = Date.now): WakeStore & TickerForwarding {
+  /**
+   * What this isolate last told the object: at most that instant is the object's now (a later
+   * request may only lower it), unless it was a backstop, which a conclusion may raise away.
+   */
+  let told: { at: number | null; backstop: boolean } | null = null;
+  /** One request; resolves to the object's version after it (null: failed, logged). */
+  const send = async (path: '/lower' | '/conclude', body: object, at: number | null, backstop: boolean): Promise<number | null> => {
+    try {
+      const { version } = (await tickerRequest(env, path, body)) as { version?: unknown };
+      told = { at, backstop };
+      return typeof version === 'number' ? version : null;
+    } catch (error) {
+      logWakeFailure(error);
+      return null;
+    }
+  };
+  const standing = () => (told !== null && told.at !== null && told.at > now() ? told : null);
+  const conclude = (next: Omit<WakeState, 'version'>, seen: number) => send('/conclude', { dueAt: next.dueAt, checkedAt: next.checkedAt, seen }, next.dueAt, false);
+  return {
+    read: () => memory.read(),
+    lower: (atMs) => memory.lower(atMs),
+    async write(next, seenVersion) {
+      await memory.write(next, seenVersion);
+      const t = standing();
+      if (next.dueAt === null || (t !== null && !t.backstop && t.at! <= next.dueAt)) return;
+      await conclude(next, -1); // only lowers: this tick set no backstop
+    },
+    async backstop(atMs) {
+      const version = await send('/lower', { at: atMs }, atMs, true);
+      return {
+        read: () => memory.read(),
+        lower: (at) => memory.lower(at),
+        async write(next, seenVersion) {
+          await memory.write(next, seenVersion);
+          await conclude(next, version ?? -1);
+        },
+      };
+    },
+    async tell(atMs) {
+      const t = standing();
+      if (t && !t.backstop && t.at! <= atMs) return;
+      await send('/lower', { at: atMs }, atMs, false);
+    },
+    tellNow: async () => void (await send('/lower', { at: now() }, now(), false)),
+  };
+}
+
 /** The options of the Worker's three kinds of tick, from its variables over the Worker's defaults. */
-export function workerTickOptions(env: TickEnv & Pick<Env, 'HTTP_TICK_BUDGET_MS' | 'ALARM_TICK_BUDGET_MS'>): { cronTick: TickOptions; httpTick: TickOptions; alarmTick: TickOptions } {
+export function workerTickOptions(
+  env: TickEnv & Pick<Env, 'HTTP_TICK_BUDGET_MS' | 'ALARM_TICK_BUDGET_MS' | 'SUBREQUEST_LIMIT' | 'SUBREQUESTS_PER_JOB'>,
+  options: { subrequestLimit?: number | undefined; subrequestsPerJob?: number | undefined } = {},
+): { cronTick: TickOptions; httpTick: TickOptions; alarmTick: TickOptions } {
   const cronTick = {
     ...tickOptionsFromEnv(env, { budgetMs: 70_000, pollIntervalMs: 1_000 }),
     concurrency: intFromEnv(env.TICK_CONCURRENCY, WORKER_CONCURRENCY, 'TICK_CONCURRENCY'),
+    // Each invocation's subrequests (deployment.ts, Budgets): a cron's, an alarm's, a request's.
+    subrequestLimit: intFromEnv(env.SUBREQUEST_LIMIT, options.subrequestLimit ?? DEFAULT_SUBREQUEST_LIMIT, 'SUBREQUEST_LIMIT'),
+    subrequestsPerJob: countFromEnv(env.SUBREQUESTS_PER_JOB, options.subrequestsPerJob ?? DEFAULT_SUBREQUESTS_PER_JOB, 'SUBREQUESTS_PER_JOB'),
   };
   const httpTick = { ...cronTick, budgetMs: intFromEnv(env.HTTP_TICK_BUDGET_MS, 25_000, 'HTTP_TICK_BUDGET_MS') };
   const alarmTick = { ...cronTick, budgetMs: intFromEnv(env.ALARM_TICK_BUDGET_MS, 25_000, 'ALARM_TICK_BUDGET_MS') }; // tickAndPlanNext ticks until idle
@@ -224,9 +392,12 @@ export function workerTickOptions(env: TickEnv & Pick<Env, 'HTTP_TICK_BUDGET_MS'
 
 const logWakeFailure = (error: unknown) => console.error('[skiplock] waking the ticker failed', error);
 
-/** The one SkiplockTicker instance: work may be due at `atMs` (it lowers its wake state and alarm). */
-export async function lowerTicker(env: Env, atMs: number): Promise<void> {
-  await tickerRequest(env, '/lower', { at: atMs });
+/** An integer ≥ 0 from a variable, or the fallback. */
+function countFromEnv(value: string | number | undefined, fallback: number, name: string): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be an integer ≥ 0, got ${JSON.stringify(value)}`);
+  return n;
 }
 
 /** The minute cron's check: the Durable Object's alarm is where its wake state says (no statement). */
@@ -234,8 +405,10 @@ export async function checkTicker(env: Env): Promise<void> {
   await tickerRequest(env, '/cron', {});
 }
 
-async function tickerRequest(env: Env, path: string, body: object): Promise<void> {
+/** One request to the SkiplockTicker (one subrequest); resolves to its JSON answer, if any. */
+async function tickerRequest(env: Env, path: string, body: object): Promise<unknown> {
   const ticker = env.SKIPLOCK_TICKER!;
   const response = await ticker.get(ticker.idFromName('skiplock')).fetch(`https://ticker${path}`, { method: 'POST', body: JSON.stringify(body) });
   if (!response.ok) throw new Error(`the ticker answered HTTP ${response.status} to ${path}`);
+  return response.status === 204 ? null : response.json();
 }

@@ -46,6 +46,10 @@ export async function serveFanOut(request: Request, env: Env, deployment: Deploy
   if (token === undefined || !env.API_TOKEN || !(await safeEqual(token, env.API_TOKEN))) return undefined; // the app answers 401
   const budgetMs = Math.min(deployment.alarmTick.budgetMs ?? 25_000, Math.floor(deadline - Date.now()));
   if (budgetMs <= (deployment.alarmTick.marginMs ?? 1_000)) return new Response(null, { status: 204 });
-  inBackground(deployment.skiplock.tickIfDue({ ...deployment.alarmTick, budgetMs, untilIdle: true, force: true }).catch((error: unknown) => console.error('[skiplock] fan-out tick failed', error)));
+  // It concludes into the deployment's store, which forwards to the Durable Object what it did not
+  // know (retries' instants, woken parents): one request, kept out of the tick's subrequests.
+  const { subrequestLimit } = deployment.alarmTick;
+  const tick = { ...deployment.alarmTick, budgetMs, untilIdle: true, force: true, store: deployment.store, ...(subrequestLimit !== undefined && { subrequestLimit: subrequestLimit - 1 }) };
+  inBackground(deployment.skiplock.tickIfDue(tick).catch((error: unknown) => console.error('[skiplock] fan-out tick failed', error)));
   return new Response(null, { status: 202 });
 }
