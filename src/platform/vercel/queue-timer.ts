@@ -148,6 +148,8 @@ export function createQueueTimer(deps: QueueTimerDeps): QueueTimer {
   const keyPrefix = `skiplock-${deps.stateKey.replace(/[^A-Za-z0-9]/g, '').slice(-16)}`;
   const maxDelayMs = maxDelaySeconds * 1000;
   const sent: string[] = [];
+  // A Queue Service out of reach (`next dev` with no credentials) fails every send: said once until one succeeds.
+  let failing = false;
 
   async function arm(atMs: number): Promise<void> {
     if (!Number.isFinite(atMs)) return;
@@ -164,8 +166,10 @@ export function createQueueTimer(deps: QueueTimerDeps): QueueTimer {
       await sender.send(topic, { at: atMs, sig: await sign(secret, `${topic}:${atMs}`) }, { delaySeconds, idempotencyKey });
       sent.push(idempotencyKey);
       if (sent.length > MEMO_SIZE) sent.shift();
+      failing = false;
     } catch (error) {
-      warn(`arming the Vercel Queues timer for ${new Date(atMs).toISOString()} failed; the cron will find the work`, error);
+      if (!failing) warn(`arming the Vercel Queues timer for ${new Date(atMs).toISOString()} failed; the cron will find the work (said once until a send succeeds)`, error);
+      failing = true;
     }
   }
 
