@@ -16,6 +16,7 @@ import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
 import { defineTask } from '../../src/runtime/task.ts';
 import type { Sql, Statement } from '../../src/store/sql.ts';
 import { statement } from '../../src/store/sql.ts';
+import { RETRY_BACKOFF } from '../../src/runtime/retry-backoff.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
 const API_TOKEN = 'node-explicit-token-0123456789';
@@ -177,8 +178,9 @@ test('a conclusion statement that fails: the loop backs off, a few statements a 
   console.log(`conclusion failing for 2 s: ${spent} statements from the runner`);
   expect(spent).toBeLessThanOrEqual(30);
   expect((await until(job.id, 'DONE')).status).toBe('DONE');
-  // Recovered: it concludes again, and then sleeps.
-  await quiet(500);
+  // Recovered: it concludes again, and then sleeps. Quiet for longer than a backoff step can be
+  // (a wait of the retry's schedule is not the end of the retries).
+  await quiet(RETRY_BACKOFF.maxMs + 200);
   const before = statements;
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   expect(statements - before).toBe(0);
