@@ -12,6 +12,7 @@ import { createSkiplock } from '../../src/runtime/skiplock.ts';
 import { statement } from '../../src/store/sql.ts';
 import { held } from '../fixtures/alarm-worker/tasks.ts';
 import { startWorkerUnderTest, type WorkerUnderTest } from './worker-under-test.ts';
+import { jobRow, untilStatus } from '../support/job-rows.ts';
 
 const TOKEN = 'alarm-mode-test-token-0123456789';
 const FREE_SUBREQUESTS = 50;
@@ -32,16 +33,10 @@ const post = async (path: string, body?: unknown) => {
   expect(response.status, await response.clone().text()).toBe(200);
   return (await response.json()) as { id: string; ids: string[] };
 };
-const row = async (id: string) => (await under.db.sql.query(statement(`SELECT status, attempts, created_at, started_at, locked_until FROM skiplock.job WHERE id = $1`, [id])))[0]!;
-async function until(id: string, status: string, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await row(id);
-    if (r.status === status || Date.now() > deadline) return r;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 const ms = (a: unknown, b: unknown) => (a as Date).getTime() - (b as Date).getTime();
+
+const row = (id: string) => jobRow(under.db.sql, id);
+const until = (id: string, status: string, timeoutMs = 8_000) => untilStatus(under.db.sql, id, status, timeoutMs, 100);
 
 test('a job whose timeout exceeds the HTTP tick budget is claimed at once by the alarm (not an hour later)', async () => {
   // HTTP_TICK_BUDGET_MS 21 s: the background tick of the enqueue cannot give 30 s; the alarm's 40 s can (no task's own timeout needs the alarm: the example sleep's 20 s fits both).

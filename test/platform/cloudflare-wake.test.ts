@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { statement } from '../../src/store/sql.ts';
 import { startWorkerUnderTest, type WorkerUnderTest } from './worker-under-test.ts';
+import { jobRow, untilStatus } from '../support/job-rows.ts';
 
 const TOKEN = 'wake-test-token-0123456789';
 let under: WorkerUnderTest;
@@ -23,22 +24,11 @@ const signup = async (delayMs = 0) => {
   return ((await response.json()) as { id: string }).id;
 };
 
-async function row(id: string) {
-  const [r] = await under.db.sql.query(statement(`SELECT status, run_at, created_at, started_at, finished_at FROM skiplock.job WHERE id = $1`, [id]));
-  return r!;
-}
-
-async function until(id: string, status: string, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await row(id);
-    if (r.status === status || Date.now() > deadline) return r;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 const ms = (a: unknown, b: unknown) => (a as Date).getTime() - (b as Date).getTime();
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil(p * values.length) - 1)]!;
+
+const row = (id: string) => jobRow(under.db.sql, id);
+const until = (id: string, status: string, timeoutMs = 8_000) => untilStatus(under.db.sql, id, status, timeoutMs);
 
 test("a job enqueued from the user's own route starts at once, with no cron (enqueue → start, database clock)", async () => {
   const starts: number[] = [];

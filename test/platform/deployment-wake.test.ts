@@ -13,6 +13,7 @@ import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
 import { statement } from '../../src/store/sql.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { jobRow, untilStatus } from '../support/job-rows.ts';
 
 const TOKEN = 'deployment-wake-test-token';
 let db: TestDb;
@@ -44,19 +45,8 @@ afterAll(async () => {
 /** The runner's start-up tick is over. */
 const idle = () => new Promise((resolve) => setTimeout(resolve, 300));
 
-async function row(id: string) {
-  const [r] = await db.sql.query(statement(`SELECT status, run_at, started_at, attempts FROM skiplock.job WHERE id = $1`, [id]));
-  return r!;
-}
-
-async function until(id: string, status: string, timeoutMs = 8_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await row(id);
-    if (r.status === status || Date.now() > deadline) return r;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const row = (id: string) => jobRow(db.sql, id);
+const until = (id: string, status: string, timeoutMs = 8_000) => untilStatus(db.sql, id, status, timeoutMs);
 
 test('the defect without the option: another instance’s enqueue stays QUEUED on an idle runner', async () => {
   const plain = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {} });

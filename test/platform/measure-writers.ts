@@ -23,6 +23,7 @@ import { createClient } from '../../src/client/client.ts';
 import { createSkiplock } from '../../src/runtime/skiplock.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { tasks } from '../../src/tasks/index.ts';
+import { finishedJob, summary, type JobTimes } from './measure-support.ts';
 
 const url = (process.argv[2] ?? 'http://127.0.0.1:8787').replace(/\/+$/, '');
 const n = Number(process.argv[3] ?? 20);
@@ -32,28 +33,10 @@ const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl) throw new Error('DATABASE_URL: the database the stack uses (npm start prints it for the CLI)');
 const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
 
-interface JobJson { id: string; status: string; createdAt: string; finishedAt: string | null }
-
-async function finished(id: string, timeoutMs: number): Promise<JobJson> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const job = ((await (await fetch(`${base}/v1/jobs/${id}`, { headers })).json()) as { job: JobJson }).job;
-    if (job.finishedAt) return job;
-    if (Date.now() > deadline) throw new Error(`job ${id} still ${job.status} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-function summary(label: string, ms: number[]): void {
-  const sorted = [...ms].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
-  console.log(`${label}: n=${sorted.length} p50=${at(0.5)} ms p90=${at(0.9)} ms max=${sorted.at(-1)} ms`);
-}
-
 async function measure(label: string, enqueue: (i: number) => Promise<string>): Promise<void> {
   const ms: number[] = [];
   for (let i = 0; i < n; i++) {
-    const job = await finished(await enqueue(i), 90_000);
+    const job = await finishedJob(base, headers, await enqueue(i), 90_000);
     ms.push(Date.parse(job.finishedAt!) - Date.parse(job.createdAt));
     // Apart by more than the deployment wake's coalescing window (COALESCE_MS): each write alone.
     await new Promise((resolve) => setTimeout(resolve, 400));
@@ -66,7 +49,7 @@ const payload = (writer: string, i: number) => ({ message: `${writer} ${i}` });
 await measure('the deployment\'s HTTP API', async (i) => {
   const response = await fetch(`${base}/v1/jobs`, { method: 'POST', headers, body: JSON.stringify({ task: 'echo', payload: payload('http', i) }) });
   if (response.status !== 201) throw new Error(`enqueue: HTTP ${response.status} ${await response.text()}`);
-  return ((await response.json()) as { job: JobJson }).job.id;
+  return ((await response.json()) as { job: JobTimes }).job.id;
 });
 
 const client = createClient<typeof tasks>({ url: base, token });

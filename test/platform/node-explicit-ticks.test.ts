@@ -18,6 +18,7 @@ import type { Sql, Statement } from '../../src/store/sql.ts';
 import { statement } from '../../src/store/sql.ts';
 import { RETRY_BACKOFF } from '../../src/runtime/retry-backoff.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { jobRow, untilStatus } from '../support/job-rows.ts';
 
 const API_TOKEN = 'node-explicit-token-0123456789';
 const WEEK = 7 * 24 * 3600 * 1000;
@@ -86,20 +87,6 @@ async function quiet(ms = 300) {
   }
 }
 
-async function row(id: string) {
-  const [r] = await db.sql.query(statement(`SELECT status, run_at, started_at, attempts FROM skiplock.job WHERE id = $1`, [id]));
-  return r!;
-}
-
-async function until(id: string, status: string, timeoutMs = 8_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await row(id);
-    if (r.status === status || Date.now() > deadline) return r;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 const ms = (a: unknown, b: unknown) => (a as Date).getTime() - (b as Date).getTime();
 
 /** The retry ran at its instant, by the runner's loop alone. */
@@ -112,6 +99,9 @@ async function retriedAtItsInstant(id: string) {
   expect(late).toBeLessThan(1_000);
   return late;
 }
+
+const row = (id: string) => jobRow(db.sql, id);
+const until = (id: string, status: string, timeoutMs = 8_000) => untilStatus(db.sql, id, status, timeoutMs);
 
 test("tick(): a retry it leaves runs at its instant, started by the runner's loop", async () => {
   const job = await other.enqueue({ task: 'fails-first', payload: { k: 'tick()' } });
