@@ -13,6 +13,7 @@ import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
 import { defineTask } from '../../src/runtime/task.ts';
 import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { failsFirstTask } from '../support/fails-first.ts';
 
 const API_TOKEN = 'client-starts-token-0123456789';
 const WEEK = 7 * 24 * 3600 * 1000;
@@ -39,19 +40,7 @@ const parent = defineTask({
 });
 const waiter = defineTask({ name: 'waiter', payload: z.object({}), timeoutMs: 1_000, handler: async (_p, ctx) => ctx.waitForEvent('paid', { event: 'client.paid' }) });
 const onPaid = defineTask({ name: 'on-paid', payload: z.unknown(), on: 'client.paid', timeoutMs: 1_000, handler: () => 'started by the event' });
-const failedOnce = new Set<string>();
-const failsFirst = defineTask({
-  name: 'fails-first',
-  payload: z.object({ k: z.string() }),
-  timeoutMs: 1_000,
-  maxAttempts: 3,
-  backoff: { baseMs: 2_500, jitter: 0, maxMs: 2_500 },
-  handler: ({ k }) => {
-    if (failedOnce.has(k)) return { ok: true };
-    failedOnce.add(k);
-    throw new Error('the first attempt fails');
-  },
-});
+const failsFirst = failsFirstTask(2_500);
 const tasks = [ok, dies, pausedChild, parent, waiter, onPaid, failsFirst];
 
 let db: TestDb;

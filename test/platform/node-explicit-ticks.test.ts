@@ -19,25 +19,14 @@ import { statement } from '../../src/store/sql.ts';
 import { RETRY_BACKOFF } from '../../src/runtime/retry-backoff.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { jobRow, untilStatus } from '../support/job-rows.ts';
+import { failsFirstTask } from '../support/fails-first.ts';
 
 const API_TOKEN = 'node-explicit-token-0123456789';
 const WEEK = 7 * 24 * 3600 * 1000;
 const BACKOFF_MS = 2_500;
 
-const failedOnce = new Set<string>();
 /** Fails its first attempt (per key), then succeeds; its retry is BACKOFF_MS later. */
-const failsFirst = defineTask({
-  name: 'fails-first',
-  payload: z.object({ k: z.string() }),
-  timeoutMs: 1_000,
-  maxAttempts: 3,
-  backoff: { baseMs: BACKOFF_MS, jitter: 0, maxMs: BACKOFF_MS },
-  handler: ({ k }) => {
-    if (failedOnce.has(k)) return { ok: true };
-    failedOnce.add(k);
-    throw new Error('the first attempt fails');
-  },
-});
+const failsFirst = failsFirstTask(BACKOFF_MS);
 const child = defineTask({ name: 'short-child', payload: z.object({}), timeoutMs: 1_000, handler: () => 'child done' });
 /** Longer than the explicit ticks' budget below: only the runner's loop can claim it. */
 const parent = defineTask({ name: 'long-parent', payload: z.object({}), timeoutMs: 20_000, handler: (_p, ctx) => ctx.invoke('c', 'short-child', {}) });

@@ -14,10 +14,10 @@ import { defineTask } from '../../src/runtime/task.ts';
 import { createNeonHttpDriver } from '../../src/store/drivers/neon-http.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { installVercelContext } from '../support/vercel-context.ts';
 
 const CRON_SECRET = 'vercel-cron-secret-0123456789';
 const ORIGIN = 'https://skiplock-cron.vercel.app';
-const REQUEST_CONTEXT = Symbol.for('@vercel/request-context');
 
 const quick = defineTask({ name: 'quick', payload: z.object({}), timeoutMs: 500, handler: () => ({ ok: true }) });
 const slow = defineTask({
@@ -31,21 +31,14 @@ let db: TestDb;
 let proxy: NeonProxy;
 let handler: VercelHandler;
 let statements = 0;
-const cache = new Map<string, unknown>();
-const kept: Promise<unknown>[] = [];
+const context = installVercelContext();
+const { kept, cache } = context;
 const fannedOut: Request[] = [];
 const realFetch = globalThis.fetch;
 
 beforeAll(async () => {
   db = await createTestDb();
   proxy = await startNeonProxy();
-  // What Vercel's runtime provides: waitUntil and the Runtime Cache, in the request context.
-  (globalThis as Record<symbol, unknown>)[REQUEST_CONTEXT] = {
-    get: () => ({
-      waitUntil: (work: Promise<unknown>) => kept.push(work),
-      cache: { get: async (key: string) => cache.get(key) ?? null, set: async (key: string, value: unknown) => void cache.set(key, value), delete: async (key: string) => void cache.delete(key), expireTag: async () => {} },
-    }),
-  };
   // The tick route's own URL reaches this handler (fan-out), like Vercel's routing would.
   globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
     const request = new Request(input, init);
@@ -65,7 +58,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   globalThis.fetch = realFetch;
-  delete (globalThis as Record<symbol, unknown>)[REQUEST_CONTEXT];
+  context.remove();
   await proxy?.close();
   await db?.drop();
 });

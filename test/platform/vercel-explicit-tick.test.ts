@@ -15,45 +15,28 @@ import type { WakeState } from '../../src/runtime/wake-state.ts';
 import { createNeonHttpDriver } from '../../src/store/drivers/neon-http.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { installVercelContext } from '../support/vercel-context.ts';
+import { failsFirstTask } from '../support/fails-first.ts';
 
 const CRON_SECRET = 'vercel-cron-secret-0123456789';
 const API_TOKEN = 'vercel-api-token-0123456789';
 const ORIGIN = 'https://skiplock-explicit.vercel.app';
-const REQUEST_CONTEXT = Symbol.for('@vercel/request-context');
 const HOUR = 3_600_000;
 
-const failedOnce = new Set<string>();
 /** Fails its first attempt; the retry is 10 s later, after the explicit tick's 3 s budget. */
-const failsFirst = defineTask({
-  name: 'fails-first',
-  payload: z.object({ k: z.string() }),
-  timeoutMs: 1_000,
-  maxAttempts: 3,
-  backoff: { baseMs: 10_000, jitter: 0, maxMs: 10_000 },
-  handler: ({ k }) => {
-    if (failedOnce.has(k)) return { ok: true };
-    failedOnce.add(k);
-    throw new Error('the first attempt fails');
-  },
-});
+const failsFirst = failsFirstTask(10_000);
 
 let db: TestDb;
 let proxy: NeonProxy;
 let handler: VercelHandler;
 /** Another instance on the same database, which the deployment does not hear. */
 let other: Skiplock;
-const cache = new Map<string, unknown>();
-const kept: Promise<unknown>[] = [];
+const context = installVercelContext();
+const { kept, cache } = context;
 
 beforeAll(async () => {
   db = await createTestDb();
   proxy = await startNeonProxy();
-  (globalThis as Record<symbol, unknown>)[REQUEST_CONTEXT] = {
-    get: () => ({
-      waitUntil: (work: Promise<unknown>) => kept.push(work),
-      cache: { get: async (key: string) => cache.get(key) ?? null, set: async (key: string, value: unknown) => void cache.set(key, structuredClone(value)), delete: async (key: string) => void cache.delete(key), expireTag: async () => {} },
-    }),
-  };
   handler = createVercelHandler({
     tasks: [failsFirst],
     sql: (env) => createNeonHttpDriver(env.DATABASE_URL!, { fetchEndpoint: env.NEON_FETCH_ENDPOINT! }),
@@ -64,7 +47,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.allSettled(kept);
-  delete (globalThis as Record<symbol, unknown>)[REQUEST_CONTEXT];
+  context.remove();
   await proxy?.close();
   await db?.drop();
 });

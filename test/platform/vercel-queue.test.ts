@@ -18,8 +18,8 @@ import { createVercelHandler, NO_QUEUE_NOTICE, type VercelEnv, type VercelHandle
 import { defineTask } from '../../src/runtime/task.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { installVercelContext } from '../support/vercel-context.ts';
 
-const REQUEST_CONTEXT = Symbol.for('@vercel/request-context');
 const API_TOKEN = 'queue-api-token-0123456789';
 
 let failedOnce = false;
@@ -61,8 +61,8 @@ let queue: QueueService;
 let server: ServerType;
 let env: VercelEnv;
 const handlers = new Map<string, VercelHandler>();
-const cache = new Map<string, unknown>();
-const kept: Promise<unknown>[] = [];
+const context = installVercelContext();
+const { kept, cache } = context;
 
 const make = (name: string, options: Partial<VercelOptions> = {}, extraEnv: VercelEnv = {}) => {
   const handler = createVercelHandler({ tasks, maxDuration: 15, env: { ...env, ...extraEnv }, queue: { sdk: vercelQueue }, ...options } as VercelOptions);
@@ -73,13 +73,6 @@ const make = (name: string, options: Partial<VercelOptions> = {}, extraEnv: Verc
 beforeAll(async () => {
   db = await createTestDb();
   proxy = await startNeonProxy();
-  // What Vercel's runtime provides: waitUntil and the Runtime Cache, in the request context.
-  (globalThis as Record<symbol, unknown>)[REQUEST_CONTEXT] = {
-    get: () => ({
-      waitUntil: (work: Promise<unknown>) => kept.push(work),
-      cache: { get: async (key: string) => cache.get(key) ?? null, set: async (key: string, value: unknown) => void cache.set(key, value), delete: async (key: string) => void cache.delete(key), expireTag: async () => {} },
-    }),
-  };
   // One port for every handler: /<name>/… reaches handler <name>, as Vercel routes a push to its function.
   server = serve({
     fetch: (request: Request) => {
@@ -108,7 +101,7 @@ afterAll(async () => {
   await Promise.allSettled(kept);
   await queue?.close();
   server?.close();
-  delete (globalThis as Record<symbol, unknown>)[REQUEST_CONTEXT];
+  context.remove();
   await proxy?.close();
   await db?.drop();
 });
