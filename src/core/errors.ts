@@ -1,3 +1,4 @@
+import type { ErrorIssue } from './issue.ts';
 import { storableText } from './json.ts';
 
 /** Error codes shared by the library, the CLI and the HTTP API (mapped to status codes at the edge). */
@@ -19,10 +20,7 @@ export type ErrorCode =
   /** The database lacks skiplock's tables, or has an older schema: run `npx skiplock migrate`. */
   | 'not_migrated';
 
-export interface ErrorIssue {
-  path: (string | number)[];
-  message: string;
-}
+export type { ErrorIssue } from './issue.ts';
 
 /** The one error type skiplock throws at its callers. */
 export class SkiplockError extends Error {

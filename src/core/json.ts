@@ -3,7 +3,7 @@
  * hold U+0000, jsonb refuses unpaired UTF-16 surrogates (JSON.stringify writes them as \uD800),
  * and very deep nesting overflows JSON.stringify and the server's parser alike.
  */
-import type { ErrorIssue } from './errors.ts';
+import type { ErrorIssue } from './issue.ts';
 
 /** Nesting deeper than this is refused in stored JSON (payloads). */
 export const MAX_JSON_DEPTH = 64;

@@ -17,7 +17,7 @@
  * write reads it from the row it updates (the row lock orders the two; src/store/jobs.ts).
  */
 import { MS, NOW, clock, leaseUntil, type Clock } from './clock.ts';
-import type { NewJobRow } from './jobs.ts';
+import type { NewJobRow } from './job-row.ts';
 import { statement, type Statement } from './sql.ts';
 import { fanInCtes, markerParts } from './steps.ts';
 import type { StepFence } from './steps.ts';

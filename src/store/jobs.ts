@@ -7,30 +7,11 @@
 import { MS, NOW, clock, epochMs, leaseUntil, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
 import { appendAttempt } from './history.ts';
+import type { NewJobRow } from './job-row.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
 import { pendingEventsExist, registerTasksCte, subscriptionValues, type RegisteredTaskRow, type Subscriptions } from './events.ts';
 
-export interface NewJobRow {
-  task: string;
-  payload: unknown;
-  priority: number;
-  /** An absolute run time; when null, `delay_ms` after the database's now. */
-  run_at: string | null;
-  delay_ms: number;
-  max_attempts: number;
-  timeout_ms: number;
-  idempotency_key: string | null;
-  schedule_name: string | null;
-  scheduled_for: string | null;
-  /** The W3C traceparent of the enqueuer (src/runtime/tracing.ts); null or absent: none. */
-  traceparent?: string | null;
-  /** Flow control keys (src/runtime/flow-key.ts): null for a task without concurrency or rate limits. */
-  flow_key?: string | null;
-  rate_key?: string | null;
-  /** cancelOn (migration 016): `name` or `name key` entries; absent or null: none. */
-  cancel_on?: string[] | null;
-}
 
 /**
  * Inserts jobs; a job whose idempotency key already exists is returned instead (`inserted`

@@ -8,7 +8,7 @@
  * reaches its parent in the same statement.
  */
 import { MS, NOW, clock, leaseUntil, type Clock } from './clock.ts';
-import type { NewJobRow } from './jobs.ts';
+import type { NewJobRow } from './job-row.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 
 /** The steps of these jobs, in the order their handlers reached them. */

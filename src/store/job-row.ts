@@ -1,0 +1,21 @@
+/** A job as the enqueue writes it: the row insertJobs (jobs.ts), the steps' children and the events' `on:` jobs insert. */
+export interface NewJobRow {
+  task: string;
+  payload: unknown;
+  priority: number;
+  /** An absolute run time; when null, `delay_ms` after the database's now. */
+  run_at: string | null;
+  delay_ms: number;
+  max_attempts: number;
+  timeout_ms: number;
+  idempotency_key: string | null;
+  schedule_name: string | null;
+  scheduled_for: string | null;
+  /** The W3C traceparent of the enqueuer (src/runtime/tracing.ts); null or absent: none. */
+  traceparent?: string | null;
+  /** Flow control keys (src/runtime/flow-key.ts): null for a task without concurrency or rate limits. */
+  flow_key?: string | null;
+  rate_key?: string | null;
+  /** cancelOn (migration 016): `name` or `name key` entries; absent or null: none. */
+  cancel_on?: string[] | null;
+}
