@@ -171,7 +171,7 @@ test('a conclusion that keeps failing backs off: the loop does not tick again at
 
 describe('main.ts with a bad configuration: one line on stderr, no stack trace, exit code 1', () => {
   const main = async (env: Record<string, string | undefined>) =>
-    runEntry('src/platform/node/main.ts', [], { API_TOKEN: TOKEN, DATABASE_URL: db.url, PORT: String(await freePort()), HOST: '127.0.0.1', ...env });
+    runEntry('src/app/node.ts', [], { API_TOKEN: TOKEN, DATABASE_URL: db.url, PORT: String(await freePort()), HOST: '127.0.0.1', ...env });
   const expectOneLine = (run: EntryRun, pattern: RegExp) => {
     expect(run.code, run.stderr).toBe(1);
     expect(lines(run.stderr), run.stderr).toHaveLength(1);
