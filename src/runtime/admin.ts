@@ -6,6 +6,7 @@ import { checkRange, SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import { JOB_STATUSES, type Job, type JobDetail, type JobStatus } from '../core/types.ts';
 import * as z from 'zod';
+import { isJobId } from '../core/job-id.ts';
 import { flowKeys } from './flow-key.ts';
 import { cancelJob, currentTime, lockJob, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
 import { getJob } from '../store/jobs.ts';
@@ -20,12 +21,7 @@ import { batchDeadlockSafe, type Row, type Sql, type Statement } from '../store/
 
 export const LIST_LIMIT = { default: 50, max: 500 } as const;
 
-const INT8_MAX = 9223372036854775807n;
-
-/** True for a string that can be a job id (a positive int8 in canonical form). */
-export function isJobId(id: string): boolean {
-  return /^[1-9]\d{0,18}$/.test(id) && BigInt(id) <= INT8_MAX;
-}
+export { isJobId } from '../core/job-id.ts';
 
 export interface ListJobsOptions {
   status?: JobStatus;

@@ -1,22 +1,9 @@
 /** Event names and keys, and cancelOn (defineTask's and enqueue's): what job.cancel_on holds. */
-import * as z from 'zod';
 import { SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
 import type { Task } from './task.ts';
 
-/** An event name: 1–200 of letters, digits and `_ . : / -` (`order.paid`, `app/user.created`). */
-export const EVENT_NAME = /^[\w.:/-]{1,200}$/;
-
-export const storableString = z.string().superRefine((text, ctx) => {
-  const problem = unstorableText(text);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
-
-export const eventNameSchema = z.string().regex(EVENT_NAME, { message: 'must be 1–200 of letters, digits and _ . : / -' });
-export const eventKeySchema = storableString.min(1).max(255);
-
-/** Enqueue's cancelOn: a matching event (this name, and this key if given) cancels the job. */
-export const cancelOnSchema = z.array(z.strictObject({ event: eventNameSchema, key: eventKeySchema.optional() })).max(20);
+export { cancelOnSchema, EVENT_NAME, eventKeySchema, eventNameSchema, storableString } from './event-names.ts';
 
 /** The job.cancel_on entries of a job of `task` with this payload and enqueue option (null: none). */
 export function cancelOnEntries(task: Task, payload: unknown, extra: readonly { event: string; key?: string | undefined }[] | undefined): string[] | null {

@@ -14,8 +14,8 @@ import { toDate } from '../store/rows.ts';
 import type { Sql } from '../store/sql.ts';
 import type { StepFence } from '../store/steps.ts';
 import { callbacksNotConfigured, type CallbackSigner } from './callback-token.ts';
-import { EVENT_NAME } from './events.ts';
-import { STEP_LIMITS, type StoredStep } from './steps.ts';
+import { EVENT_NAME } from './event-names.ts';
+import { STEP_LIMITS, type StoredStep } from './step-types.ts';
 import { utf8Length } from './stored-json.ts';
 import type { WaitForEventOptions } from './task.ts';
 

@@ -13,9 +13,10 @@ import {
 } from '../store/events.ts';
 import { toBool, toDateOrNull, toJson } from '../store/rows.ts';
 import { batchDeadlockSafe, sqlState, type Row, type Sql } from '../store/sql.ts';
-import { isJobId } from './admin.ts';
+import { isJobId } from '../core/job-id.ts';
 import { checkTaskPayload, toIssues } from './enqueue.ts';
-import { cancelOnEntries, EVENT_NAME, eventKeySchema, eventNameSchema, storableString } from './cancel-on.ts';
+import { cancelOnEntries } from './cancel-on.ts';
+import { EVENT_NAME, eventKeySchema, eventNameSchema, storableString } from './event-names.ts';
 import { flowKeys } from './flow-key.ts';
 import type { Task, TaskRegistry } from './task.ts';
 

@@ -11,7 +11,7 @@ import { lockJob } from '../store/admin.ts';
 import { restartJobs } from '../store/restart.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import { batchDeadlockSafe, type Sql } from '../store/sql.ts';
-import { isJobId } from './admin.ts';
+import { isJobId } from '../core/job-id.ts';
 import { getJob } from '../store/jobs.ts';
 import { listJobSteps } from '../store/steps.ts';
 import { mapJobStep } from '../store/rows.ts';

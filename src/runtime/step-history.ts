@@ -9,7 +9,7 @@
  * removed once no run predates it) still replays a history that has the marker.
  */
 import type { StepKind } from '../core/types.ts';
-import type { StoredStep } from './steps.ts';
+import type { StoredStep } from './step-types.ts';
 
 /** The id a ctx.patched marker is stored under (the table's key is shared with step ids). */
 export const markerId = (patchId: string): string => `patched:${patchId}`;

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { invalidBackoff, type Backoff } from '../core/backoff.ts';
 import { SkiplockError } from '../core/errors.ts';
 import type { Job } from '../core/types.ts';
-import type { RegisteredEnqueueInput, RegisteredPayloadArgs, RegisteredTaskName } from './task-types.ts';
+import type { RegisteredEnqueueInput, RegisteredPayloadArgs, RegisteredTaskName } from './registered.ts';
 
 /**
  * What a handler receives beside its payload. `ctx.enqueue` and `ctx.invoke` are typed by the

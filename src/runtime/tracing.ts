@@ -16,6 +16,8 @@
  */
 import type { Job } from '../core/types.ts';
 import type { RunningJob, Settled } from './run-job.ts';
+import { isTraceparent, TRACEPARENT } from '../core/traceparent.ts';
+export { isTraceparent } from '../core/traceparent.ts';
 
 /** The part of `@opentelemetry/api` skiplock uses; `import * as otel from '@opentelemetry/api'` fits it. */
 export interface OtelApi {
@@ -71,13 +73,6 @@ export interface Tracing {
 
 export type TracedRun = RunningJob & { traceparent: string | null };
 
-const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
-
-/** A traceparent W3C Trace Context accepts (not version ff, not an all-zero id). */
-export function isTraceparent(value: string): boolean {
-  const m = TRACEPARENT.exec(value);
-  return m !== null && m[1] !== 'ff' && !/^0+$/.test(m[2]!) && !/^0+$/.test(m[3]!);
-}
 
 function parseTraceparent(value: string | null): OtelSpanContext | undefined {
   if (value === null || !isTraceparent(value)) return undefined;
