@@ -124,7 +124,7 @@ describe('the package README is a user\'s README', () => {
     const contributing = await readFile(join(ROOT, 'CONTRIBUTING.md'), 'utf8');
     const firstBlock = /```sh\n([^]*?)```/.exec(contributing);
     expect(firstBlock?.index).toBeLessThan(contributing.indexOf('\n## '));
-    expect(firstBlock?.[1].split('\n').map((line) => line.split(/\s+#/)[0]!.trim()).filter(Boolean)).toEqual(['npm install', 'npm start', 'npm test']);
+    expect((firstBlock?.[1] ?? '').split('\n').map((line) => line.split(/\s+#/)[0]!.trim()).filter(Boolean)).toEqual(['npm install', 'npm start', 'npm test']);
     for (const text of ['## Working on this repository', '## The local stack: `npm start`', '### The example tasks', '.skiplock/api-token)', 'src/tasks/index.ts'])
       expect(contributing, text).toContain(text);
   });
