@@ -1,6 +1,6 @@
 /**
  * `--tasks <module>`: the user's tasks, from a .js module or, where this Node can run it, a .ts
- * one (the README recommends `npx skiplock replay --tasks ./src/tasks.ts` in CI).
+ * one (docs/steps.md recommends `npx skiplock replay --tasks ./src/tasks.ts` in CI).
  *
  * - Node 22.18+ and 23.6+ strip types by default (`process.features.typescript`): the import
  *   just works. So does any Node under a loader that handles .ts (tsx's `--import tsx`).

@@ -37,7 +37,7 @@ const bare = (complete: string) => `WITH r AS MATERIALIZED (SELECT unnest($1::bi
    WHERE j.id = ANY (ARRAY(SELECT id FROM next)) RETURNING j.id, j.task, j.payload, j.attempts`;
 
 /**
- * The next design step, as a prototype (docs/benchmarks.md, "The next design step"): skiplock.job
+ * The next design step, as a prototype (docs/measurements-log.md, "The next design step"): skiplock.job
  * keeps the record with no index on status, lease or finish time but a BRIN one (which PostgreSQL
  * 16+ does not count against HOT), so its UPDATEs can be HOT; a narrow queue table holds the live
  * state with the claim, reaper and status-listing indexes, and its row is deleted when done.

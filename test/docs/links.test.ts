@@ -1,4 +1,4 @@
-/** Every relative link in README.md, CHANGELOG.md and docs/ resolves: the file exists, and so does the heading an anchor names. */
+/** Every relative link in README.md, CONTRIBUTING.md, CHANGELOG.md and docs/ resolves: the file exists, and so does the heading an anchor names. */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,9 +8,9 @@ import { anchors, brokenLinks, markdownFiles, slug } from './links.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-test('every relative link in the README, the changelog and docs/ resolves', () => {
+test('every relative link in the README, CONTRIBUTING.md, the changelog and docs/ resolves', () => {
   const files = markdownFiles(ROOT);
-  expect(files.map((file) => file.slice(ROOT.length))).toEqual(expect.arrayContaining(['README.md', 'CHANGELOG.md', join('docs', 'library.md')]));
+  expect(files.map((file) => file.slice(ROOT.length))).toEqual(expect.arrayContaining(['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', join('docs', 'library.md')]));
   expect(brokenLinks(ROOT, files)).toEqual([]);
 });
 

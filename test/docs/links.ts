@@ -11,9 +11,9 @@ export interface BrokenLink {
   problem: string;
 }
 
-/** README.md, CHANGELOG.md and every .md under docs/. */
+/** README.md, CONTRIBUTING.md, CHANGELOG.md and every .md under docs/. */
 export function markdownFiles(root: string): string[] {
-  const files = ['README.md', 'CHANGELOG.md'].map((name) => join(root, name)).filter((path) => existsSync(path));
+  const files = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md'].map((name) => join(root, name)).filter((path) => existsSync(path));
   const walk = (dir: string): void => {
     if (!existsSync(dir)) return;
     for (const entry of readdirSync(dir, { withFileTypes: true })) {

@@ -1,6 +1,7 @@
 /**
- * The README the tarball ships: a user's README. The repository README's contributor parts (the
- * local stack, the example tasks, working on this repository) are left out, and every link that is
+ * The README the tarball ships: a user's README, under 200 lines. The contributor's parts (the local
+ * stack, the example tasks, working on this repository) live in CONTRIBUTING.md, which the README
+ * names in a short "Working on skiplock" section whose commands are repository-only; every link that is
  * relative in the repository (docs/, examples/, CHANGELOG.md, the bench chart) becomes absolute
  * into the repository package.json names, so it works on npm's site and in node_modules; the
  * repository's own README is left as it was. (examples.test.ts checks the same on a real `npm pack`.)
@@ -115,18 +116,29 @@ describe('the package README is a user\'s README', () => {
     expect(() => withoutRepositoryOnly('<!-- repository-only -->\n<!-- repository-only -->\n')).toThrow(/inside another/);
   });
 
-  test("the repository's README keeps the contributor's commands and sections", async () => {
+  test("the repository's README names the two commands and points to CONTRIBUTING.md, which starts with them and holds the contributor's sections", async () => {
     const readme = await repositoryReadme();
-    for (const text of ['npm install', 'npm start', 'npm test', '## Working on this repository', '## The local stack: `npm start`', '### The example tasks']) expect(readme, text).toContain(text);
+    const working = /^## Working on skiplock\n([^]*?)(?=^## |(?![^]))/m.exec(readme)?.[1] ?? '';
+    for (const text of ['`npm install`', '`npm start`', '`npm test`', '(CONTRIBUTING.md)']) expect(working, text).toContain(text);
+    expect(working.trim().split('\n').filter((line) => !line.startsWith('<!--')).length).toBeLessThanOrEqual(3);
+    const contributing = await readFile(join(ROOT, 'CONTRIBUTING.md'), 'utf8');
+    const firstBlock = /```sh\n([^]*?)```/.exec(contributing);
+    expect(firstBlock?.index).toBeLessThan(contributing.indexOf('\n## '));
+    expect((firstBlock?.[1] ?? '').split('\n').map((line) => line.split(/\s+#/)[0]!.trim()).filter(Boolean)).toEqual(['npm install', 'npm start', 'npm test']);
+    for (const text of ['## Working on this repository', '## The local stack: `npm start`', '### The example tasks', '.skiplock/api-token)', 'src/tasks/index.ts'])
+      expect(contributing, text).toContain(text);
   });
 
-  test('without the contributor sections, with the set-up of each platform, and no anchor into a part it left out', async () => {
+  test('under 200 lines, without the contributor sections, with the set-up of each platform, and no anchor into a part it left out', async () => {
     const readme = await packed();
+    expect(readme.split('\n').length).toBeLessThan(200);
+    expect((await repositoryReadme()).split('\n').length).toBeLessThan(200);
     for (const text of ['npm start', 'npm test', 'Working on this repository', '## The local stack', '### The example tasks', 'src/tasks/index.ts', '.skiplock/api-token)'])
       expect(readme, text).not.toContain(text);
     for (const text of [
       '## Add skiplock to your project', 'npm install skiplock zod', '### Cloudflare Workers', '### Vercel and Next.js', '### Node', '### Your first job',
-      '```jsonc\n// wrangler.jsonc', '```toml\n# wrangler.toml', 'npx skiplock migrate', 'NotMigratedError',
+      '```jsonc\n// wrangler.jsonc', 'npx skiplock migrate', 'NotMigratedError', '## Working on skiplock', 'CONTRIBUTING.md', 'npx skiplock dev',
+      '### When a job starts',
     ])
       expect(readme, text).toContain(text);
     // The requirements per platform: the Worker's tools need Node 22; TypeScript on Node is said how to run.
@@ -141,14 +153,16 @@ describe('the package README is a user\'s README', () => {
     expect(dangling).toEqual([]);
   });
 
-  test("the Worker's configuration says the same in wrangler.jsonc and wrangler.toml (read by wrangler)", async () => {
+  test("the Worker's configuration says the same in the README's wrangler.jsonc and docs/platforms.md's wrangler.jsonc and wrangler.toml (read by wrangler)", async () => {
     const readme = await packed();
-    const block = (lang: string) => new RegExp('```' + lang + '\\n([^]*?)```').exec(readme)?.[1];
+    const platforms = await readFile(join(ROOT, 'docs', 'platforms.md'), 'utf8');
+    const block = (lang: string, markdown = platforms) => new RegExp('```' + lang + '\\n(// wrangler|# wrangler)([^]*?)```').exec(markdown)?.slice(1).join('');
     const dir = await mkdtemp(join(tmpdir(), 'skiplock-wrangler-'));
     dirs.push(dir);
     await mkdir(join(dir, 'src'));
     await writeFile(join(dir, 'src', 'index.ts'), 'export default {};\n');
     await writeFile(join(dir, 'wrangler.jsonc'), block('jsonc')!);
+    await writeFile(join(dir, 'readme.wrangler.jsonc'), block('jsonc', readme)!);
     await writeFile(join(dir, 'wrangler.toml'), block('toml')!);
     const { unstable_readConfig } = await import('wrangler');
     const read = (file: string) => {
@@ -157,6 +171,7 @@ describe('the package README is a user\'s README', () => {
     };
     const jsonc = read('wrangler.jsonc');
     expect(jsonc).toEqual(read('wrangler.toml'));
+    expect(read('readme.wrangler.jsonc')).toEqual(jsonc);
     expect(jsonc).toMatchObject({ triggers: { crons: ['* * * * *'] }, durable_objects: { bindings: [{ name: 'SKIPLOCK_TICKER', class_name: 'SkiplockTicker' }] } });
   });
 });
