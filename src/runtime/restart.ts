@@ -12,7 +12,7 @@ import { restartJobs } from '../store/restart.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import { batchDeadlockSafe, type Sql } from '../store/sql.ts';
 import { isJobId } from './admin.ts';
-import { getJob } from '../store/jobs.ts';
+import { getJob } from '../store/claim.ts';
 import { listJobSteps } from '../store/steps.ts';
 import { mapJobStep } from '../store/rows.ts';
 import { locateStep } from './replay.ts';

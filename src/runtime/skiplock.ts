@@ -8,7 +8,7 @@
 import { SkiplockError } from '../core/errors.ts';
 import type { Job, TickResult } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
-import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
+import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/claim.ts';
 import { msUntilNextWork } from '../store/wakeup.ts';
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
 import { mapJob, toBool } from '../store/rows.ts';

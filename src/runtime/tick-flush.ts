@@ -9,7 +9,7 @@ import { released } from '../core/state.ts';
 import { describeError } from '../core/errors.ts';
 import { storableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
-import { completeAndClaim, releaseUnseenClaims } from '../store/jobs.ts';
+import { completeAndClaim, releaseUnseenClaims } from '../store/claim.ts';
 import { mapClaimedJob, toBool } from '../store/rows.ts';
 import type { Row } from '../store/sql.ts';
 import { retryDelayMs } from './retry-backoff.ts';

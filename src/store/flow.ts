@@ -4,7 +4,7 @@
  * (src/runtime/flow-key.ts), as the claim reads them.
  */
 import { MS, NOW, clock, type Clock } from './clock.ts';
-import type { FlowLimitRow } from './jobs.ts';
+import type { FlowLimitRow } from './claim.ts';
 import { statement, type Statement } from './sql.ts';
 
 const LIMITS = `SELECT * FROM jsonb_to_recordset($2::jsonb) AS l(task text, "limit" int, "global" int, rate int, period_ms bigint)`;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { z } from 'zod';
 import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
 import { defineTask } from '../../src/runtime/task.ts';
-import { completeAndClaim, reapExpiredLeases, type ResultRow } from '../../src/store/jobs.ts';
+import { completeAndClaim, reapExpiredLeases, type ResultRow } from '../../src/store/claim.ts';
 import { statement } from '../../src/store/sql.ts';
 import { mapClaimedJob } from '../../src/store/rows.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';

@@ -11,7 +11,7 @@ import { createNeonHttpDriver } from '../../src/store/drivers/neon-http.ts';
 import { createNeonWsDriver } from '../../src/store/drivers/neon-ws.ts';
 import { databaseUrlProblem, pgUrlOptions } from '../../src/store/drivers/database-url.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
-import { completeAndClaim, getJob, insertJobs } from '../../src/store/jobs.ts';
+import { completeAndClaim, getJob, insertJobs } from '../../src/store/claim.ts';
 import type { NewJobRow } from '../../src/store/job-row.ts';
 import { mapClaimedJob, mapJob } from '../../src/store/rows.ts';
 import { migrate } from '../../src/store/migrate.ts';
