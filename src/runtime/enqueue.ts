@@ -4,7 +4,7 @@ import { findUnstorableJson, unstorableText } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import type { NewJobRow } from '../store/job-row.ts';
-import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob } from '../store/claim.ts';
+import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob } from '../store/enqueue.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql, Statement } from '../store/sql.ts';
 import { cancelOnEntries, cancelOnSchema } from './cancel-on.ts';
