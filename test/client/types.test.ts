@@ -6,7 +6,7 @@
 import { describe, expectTypeOf, test } from 'vitest';
 import { z } from 'zod';
 import { createClient, type ClientEnqueueInput, type JobDetailJson, type JobJson, type ScheduleJson, type StatsJson, type TickResultJson } from '../../src/client/index.ts';
-import type { Job, JobDetail, Schedule, Stats, TickResult } from '../../src/http/schemas.ts';
+import type { Job, JobDetail, Schedule, Stats, TickResult } from '../../src/http/schemas/jobs.ts';
 import { defineTask } from '../../src/runtime/task.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 

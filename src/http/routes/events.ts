@@ -18,7 +18,7 @@ import {
   ListEventsQuery,
   SendEventInput,
   SendEventResult,
-} from '../schemas.ts';
+} from '../schemas/jobs.ts';
 
 const sendRoute = createRoute({
   method: 'post',

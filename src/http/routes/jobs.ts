@@ -26,7 +26,7 @@ import {
   RetryDeadInput,
   RetryDeadResult,
   TraceparentHeader,
-} from '../schemas.ts';
+} from '../schemas/jobs.ts';
 
 const enqueueRoute = createRoute({
   method: 'post',

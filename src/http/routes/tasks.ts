@@ -2,7 +2,7 @@
 import { createRoute } from '../zod-openapi.ts';
 import { taskToJson } from '../../runtime/admin.ts';
 import type { App, RouteDeps } from '../app-types.ts';
-import { bearerSecurity, errorResponses, jsonContent, TaskEnvelope, TaskList, TaskNameParam } from '../schemas.ts';
+import { bearerSecurity, errorResponses, jsonContent, TaskEnvelope, TaskList, TaskNameParam } from '../schemas/jobs.ts';
 
 const listTasksRoute = createRoute({
   method: 'get',

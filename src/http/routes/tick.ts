@@ -8,7 +8,7 @@ import { SkiplockError } from '../../core/errors.ts';
 import { storableInstant, toIssues } from '../../runtime/enqueue.ts';
 import { createRoute } from '../zod-openapi.ts';
 import type { App, RouteDeps } from '../app-types.ts';
-import { bearerSecurity, errorResponses, jsonContent, TickResult } from '../schemas.ts';
+import { bearerSecurity, errorResponses, jsonContent, TickResult } from '../schemas/jobs.ts';
 
 const tickRoute = (method: 'get' | 'post') =>
   createRoute({

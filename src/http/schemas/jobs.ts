@@ -2,19 +2,19 @@
  * The zod schemas of the HTTP API: request envelopes (validated by the routes) and responses
  * (documented in /openapi.json). The enqueue envelope is the library's own enqueueInputSchema.
  */
-import { extendZodWithOpenApi } from './zod-openapi.ts';
+import { extendZodWithOpenApi } from '../zod-openapi.ts';
 import * as z from 'zod';
-import { ATTEMPT_OUTCOMES } from '../core/attempt-history.ts';
-import { JOB_STATUSES, STEP_KINDS, STEP_STATUSES } from '../core/types.ts';
-import { unstorableText } from '../core/json.ts';
-import { LIST_LIMIT, rescheduleInputSchema, RETRY_DEAD_LIMIT } from '../runtime/admin.ts';
-import { enqueueInputSchema } from '../runtime/enqueue.ts';
-import { scheduleInputSchema } from '../runtime/schedule-definition.ts';
-import { SCHEDULE_LIST_LIMIT } from '../runtime/schedules.ts';
-import { SCHEDULE_NAME } from '../core/schedule.ts';
-import { CHILD_LIMIT } from '../store/job-detail.ts';
-import { eventNameSchema } from '../runtime/cancel-on.ts';
-import { EVENT_LIMITS, EVENT_LIST_LIMIT, sendEventInputSchema } from '../runtime/events.ts';
+import { ATTEMPT_OUTCOMES } from '../../core/attempt-history.ts';
+import { JOB_STATUSES, STEP_KINDS, STEP_STATUSES } from '../../core/types.ts';
+import { unstorableText } from '../../core/json.ts';
+import { LIST_LIMIT, rescheduleInputSchema, RETRY_DEAD_LIMIT } from '../../runtime/admin.ts';
+import { enqueueInputSchema } from '../../runtime/enqueue.ts';
+import { scheduleInputSchema } from '../../runtime/schedule-definition.ts';
+import { SCHEDULE_LIST_LIMIT } from '../../runtime/schedules.ts';
+import { SCHEDULE_NAME } from '../../core/schedule.ts';
+import { CHILD_LIMIT } from '../../store/job-detail.ts';
+import { eventNameSchema } from '../../runtime/cancel-on.ts';
+import { EVENT_LIMITS, EVENT_LIST_LIMIT, sendEventInputSchema } from '../../runtime/events.ts';
 
 /*
  * The `.openapi` method, before the schemas below use it (importing @hono/zod-openapi extends zod
