@@ -23,10 +23,11 @@
  *     (restart from a step, by a person: DEAD | CANCELLED ──▶ QUEUED; its recorded steps from that
  *      one on are forgotten: src/store/restart.ts. Never a live job: see RESTARTABLE_STATUSES)
  *
- * Every arrow is one SQL statement in src/store/jobs.ts (those a person takes, cancel and retry,
- * in src/store/admin.ts; the fan-in, WAITING → QUEUED, is a fragment of every statement that ends
- * a child: src/store/steps.ts). The arrows out of RUNNING are fenced: they apply only where locked_by
- * and attempts still match the worker that claimed the job.
+ * Every arrow is one SQL statement in src/store: the enqueue in enqueue.ts, the claim and the
+ * result in claim.ts, the reaper in leases.ts, those a person takes (cancel and retry) in admin.ts;
+ * the fan-in, WAITING → QUEUED, is a fragment of every statement that ends a child (steps.ts).
+ * The arrows out of RUNNING are fenced: they apply only where locked_by and attempts still match
+ * the worker that claimed the job.
  */
 import type { Backoff } from './backoff.ts';
 import { retryDelay } from './backoff.ts';

@@ -8,8 +8,7 @@ import { JOB_STATUSES, type Job, type JobDetail, type JobStatus } from '../core/
 import * as z from 'zod';
 import { isJobId } from '../core/job-id.ts';
 import { flowKeys } from './flow-key.ts';
-import { cancelJob, currentTime, lockJob, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
-import { getJob } from '../store/jobs.ts';
+import { cancelJob, currentTime, getJob, lockJob, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
 import { getJobDetail, mapJobDetail } from '../store/job-detail.ts';
 import { checkTaskPayload, MAX_DELAY_MS, payloadMessage, storableInstant, toIssues } from './enqueue.ts';
 import type { TaskRegistry } from './task.ts';

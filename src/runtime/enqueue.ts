@@ -4,7 +4,7 @@ import { findUnstorableJson } from '../core/json.ts';
 import type { Job } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
 import type { NewJobRow } from '../store/job-row.ts';
-import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob } from '../store/jobs.ts';
+import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob } from '../store/enqueue.ts';
 import { mapJob, toBool } from '../store/rows.ts';
 import type { Sql, Statement } from '../store/sql.ts';
 import { cancelOnEntries } from './cancel-on.ts';

@@ -5,9 +5,8 @@
  */
 import { SkiplockError } from '../core/errors.ts';
 import { unstorableText } from '../core/json.ts';
-import { pruneFlowStarts, setFlowKeys, unkeyedLimitedJobs } from '../store/flow.ts';
+import { pruneFlowStarts, setFlowKeys, unkeyedLimitedJobs, type FlowLimitRow } from '../store/flow.ts';
 import type { Clock } from '../store/clock.ts';
-import type { FlowLimitRow } from '../store/jobs.ts';
 import type { Sql } from '../store/sql.ts';
 import type { Task, TaskRegistry } from './task.ts';
 

@@ -1,7 +1,7 @@
 /**
  * ctx.progress(value): what a handler reports about how far it got. Calls cost nothing: the value
- * is kept here and written with the job's next heartbeat or its result (src/store/jobs.ts), never
- * by a round trip of its own; only the latest value is written.
+ * is kept here and written with the job's next heartbeat or its result (src/store/leases.ts,
+ * claim.ts), never by a round trip of its own; only the latest value is written.
  */
 import { findUnstorableJson } from '../core/json.ts';
 import { utf8Length } from './stored-json.ts';

@@ -8,7 +8,9 @@
 import { SkiplockError } from '../core/errors.ts';
 import type { Job, TickResult } from '../core/types.ts';
 import type { Clock } from '../store/clock.ts';
-import { getJob, pruneFinishedJobs, reapExpiredLeases } from '../store/jobs.ts';
+import { getJob } from '../store/admin.ts';
+import { pruneFinishedJobs } from '../store/retention.ts';
+import { reapExpiredLeases } from '../store/leases.ts';
 import { msUntilNextWork } from '../store/wakeup.ts';
 import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
 import { mapJob, toBool } from '../store/rows.ts';

@@ -5,7 +5,7 @@
 import type { Outcome } from '../core/state.ts';
 import { statusAfter } from '../core/state.ts';
 import type { Job, TickResult } from '../core/types.ts';
-import type { ResultRow } from '../store/jobs.ts';
+import type { ResultRow } from '../store/claim.ts';
 import { sqlState } from '../store/sql.ts';
 import type { Logger } from './log.ts';
 

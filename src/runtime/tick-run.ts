@@ -4,7 +4,8 @@
  * are in tick.ts and tick-flush.ts; they all read and change this one object.
  */
 import { emptyTickResult, type Job, type TickResult } from '../core/types.ts';
-import { extendLeases, type FlowLimitRow } from '../store/jobs.ts';
+import { extendLeases } from '../store/leases.ts';
+import type { FlowLimitRow } from '../store/flow.ts';
 import { toBool } from '../store/rows.ts';
 import { flowLimits } from './flow-key.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';

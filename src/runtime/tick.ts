@@ -16,7 +16,7 @@
  */
 import type { Sql } from '../store/sql.ts';
 import type { TickResult } from '../core/types.ts';
-import { reapExpiredLeases } from '../store/jobs.ts';
+import { reapExpiredLeases } from '../store/leases.ts';
 import { adoptUnkeyedJobs } from './flow-key.ts';
 import { backOff, flushAndClaim, giveBackUnseen } from './tick-flush.ts';
 import { TICK_DEFAULTS, type TickDeps, type TickOptions } from './tick-options.ts';

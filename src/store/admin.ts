@@ -1,6 +1,6 @@
 /**
  * Statements for operating the queue by hand (the HTTP API and the CLI): list, cancel, retry,
- * counts. Same rules as jobs.ts: pure builders, one statement per state change, and `$1` is the
+ * counts. Same rules as claim.ts: pure builders, one statement per state change, and `$1` is the
  * clock wherever time is read.
  */
 import { MS, NOW, clock, type Clock } from './clock.ts';
@@ -50,6 +50,11 @@ function updateOneJob(update: string, values: readonly unknown[], more = ''): St
       WHERE job.id = $2::bigint AND NOT EXISTS (SELECT 1 FROM changed)`,
     values,
   );
+}
+
+/** A job's row, by id (no row when it does not exist). */
+export function getJob(p: { id: string }): Statement {
+  return statement(`SELECT * FROM skiplock.job WHERE id = $1::bigint`, [p.id]);
 }
 
 /**

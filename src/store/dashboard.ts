@@ -1,5 +1,5 @@
 /**
- * Statements the dashboard reads. Same rules as jobs.ts: pure builders, one statement each, and
+ * Statements the dashboard reads. Same rules as claim.ts: pure builders, one statement each, and
  * `$1` is the clock.
  */
 import { NOW, clock, type Clock } from './clock.ts';

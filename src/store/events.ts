@@ -14,7 +14,7 @@
  *
  * The second race — a wait completed while its job is still RUNNING, before the result write that
  * suspends it — is settled on the job row: the completion sets job.wait_woken, and the result
- * write reads it from the row it updates (the row lock orders the two; src/store/jobs.ts).
+ * write reads it from the row it updates (the row lock orders the two; src/store/claim.ts).
  */
 import { MS, NOW, clock, leaseUntil, type Clock } from './clock.ts';
 import type { NewJobRow } from './job-row.ts';
@@ -353,7 +353,7 @@ export function dispatchPendingEvents(p: { now: Clock; rows: readonly DispatchRo
   );
 }
 
-/* Retention: pruneFinishedJobs (src/store/jobs.ts) deletes events past `eventsMs` in the same statement. */
+/* Retention: pruneFinishedJobs (src/store/retention.ts) deletes events past `eventsMs` in the same statement. */
 
 /**
  * `fence AS (...)`: the job still RUNNING under this run's lease (as steps.ts's fence), its

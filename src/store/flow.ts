@@ -4,8 +4,19 @@
  * (src/runtime/flow-key.ts), as the claim reads them.
  */
 import { MS, NOW, clock, type Clock } from './clock.ts';
-import type { FlowLimitRow } from './jobs.ts';
 import { statement, type Statement } from './sql.ts';
+
+/** One limited task as skiplock.claim_limited_jobs reads it (src/runtime/flow-key.ts builds them). */
+export interface FlowLimitRow {
+  task: string;
+  /** Concurrency per flow_key. */
+  limit?: number;
+  /** Concurrency over all keys. */
+  global?: number;
+  /** Starts per period_ms per rate_key. */
+  rate?: number;
+  period_ms?: number;
+}
 
 const LIMITS = `SELECT * FROM jsonb_to_recordset($2::jsonb) AS l(task text, "limit" int, "global" int, rate int, period_ms bigint)`;
 

@@ -1,4 +1,4 @@
-/** A job as the enqueue writes it: the row insertJobs (jobs.ts), the steps' children and the events' `on:` jobs insert. */
+/** A job as the enqueue writes it: the row insertJobs (enqueue.ts), the steps' children and the events' `on:` jobs insert. */
 export interface NewJobRow {
   task: string;
   payload: unknown;

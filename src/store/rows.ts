@@ -71,7 +71,7 @@ function fromEpochMs(value: unknown): Date | null {
 }
 
 /**
- * A row of the claim's answer (src/store/jobs.ts CLAIMED_COLUMNS) → the same Job that mapJob
+ * A row of the claim's answer (src/store/claim.ts CLAIMED_COLUMNS) → the same Job that mapJob
  * makes of the row as the claim left it. What the claim itself wrote is filled in here: RUNNING,
  * locked by `lockedBy` (the statement's $2), updated when it started, progress reset; a RUNNING
  * job has no result and no finish time (the job table's CHECKs). Field by field on purpose, beside

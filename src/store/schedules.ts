@@ -1,6 +1,6 @@
 /**
  * Every statement on schedules and cron firings. Pure builders, one Statement each; `$1` is the
- * clock, as in jobs.ts. Watermarks are stored to the millisecond, so that the value a tick read
+ * clock, as in claim.ts. Watermarks are stored to the millisecond, so that the value a tick read
  * and compares against later is exactly what JavaScript can hold.
  */
 import { NOW, clock, type Clock } from './clock.ts';

@@ -1,7 +1,8 @@
 /** What a tick asks before it ends: when anything it runs is next due (the wake state, src/runtime/wake-state.ts). */
 import { NOW, clock, type Clock } from './clock.ts';
 import { oldestPendingEvent, subscriptionValues } from './events.ts';
-import { unpaused, type FlowLimitRow } from './jobs.ts';
+import { unpaused } from './claim.ts';
+import { type FlowLimitRow } from './flow.ts';
 import { statement, type Statement } from './sql.ts';
 
 /**

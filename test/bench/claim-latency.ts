@@ -5,7 +5,7 @@
  * generate_series, then VACUUM ANALYZE stands in for autovacuum. Each step also keeps the
  * EXPLAIN ANALYZE of one claim.
  */
-import { completeAndClaim, type ResultRow } from '../../src/store/jobs.ts';
+import { completeAndClaim, type ResultRow } from '../../src/store/claim.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
 import { percentile, round, uncountedClient } from './harness.ts';

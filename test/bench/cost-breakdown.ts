@@ -9,7 +9,7 @@
  *   node --experimental-strip-types test/bench/cost-breakdown.ts      BENCH_ROUNDS (5), BENCH_JOBS (20,000)
  */
 import pg from 'pg';
-import { completeAndClaim, type ResultRow } from '../../src/store/jobs.ts';
+import { completeAndClaim, type ResultRow } from '../../src/store/claim.ts';
 import { pidCpuMs } from './cpu.ts';
 import { startBenchServer } from './server.ts';
 

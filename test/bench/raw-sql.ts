@@ -7,7 +7,7 @@
  * once, each on a connection of its own: claim 100 with SKIP LOCKED + one fenced batch update,
  * per connection.
  */
-import { completeAndClaim, type ResultRow } from '../../src/store/jobs.ts';
+import { completeAndClaim, type ResultRow } from '../../src/store/claim.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { statement } from '../../src/store/sql.ts';
 import { countingSql, countPgQueries, countRows, databaseOf, finishResult, readServerCounters, readStatementStats, analyzeDatabase, type ThroughputParams, type ThroughputResult } from './harness.ts';

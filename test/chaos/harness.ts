@@ -14,7 +14,7 @@ import { createSkiplock } from '../../src/runtime/skiplock.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { loadMigrations } from '../../src/store/migrations-fs.ts';
-import { reapExpiredLeases } from '../../src/store/jobs.ts';
+import { reapExpiredLeases } from '../../src/store/leases.ts';
 import { statement, type Sql } from '../../src/store/sql.ts';
 import { seededRandom } from './random.ts';
 

@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import { createSkiplock, defineSchedule, defineTask } from '../../src/index.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
-import { completeAndClaim } from '../../src/store/jobs.ts';
+import { completeAndClaim } from '../../src/store/claim.ts';
 import { statement, type Sql } from '../../src/store/sql.ts';
 import { seededRandom } from './random.ts';
 

@@ -6,7 +6,9 @@
 import { describe, expectTypeOf, test } from 'vitest';
 import { z } from 'zod';
 import { createClient, type ClientEnqueueInput, type JobDetailJson, type JobJson, type ScheduleJson, type StatsJson, type TickResultJson } from '../../src/client/index.ts';
-import type { Job, JobDetail, Schedule, Stats, TickResult } from '../../src/http/schemas.ts';
+import type { Job, JobDetail } from '../../src/http/schemas/jobs.ts';
+import type { Stats, TickResult } from '../../src/http/schemas/operations.ts';
+import type { Schedule } from '../../src/http/schemas/schedules.ts';
 import { defineTask } from '../../src/runtime/task.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 
@@ -58,7 +60,7 @@ describe('types', () => {
     expectTypeOf<ClientEnqueueInput<typeof exampleTasks>['task']>().toEqualTypeOf<'echo' | 'sleep' | 'flaky' | 'poison' | 'notify' | 'signup-workflow' | 'await-payment'>();
   });
 
-  test('the JSON types are what the API documents (src/http/schemas.ts)', () => {
+  test('the JSON types are what the API documents (src/http/schemas/)', () => {
     expectTypeOf<JobJson>().toEqualTypeOf<z.infer<typeof Job>>();
     expectTypeOf<JobDetailJson>().toEqualTypeOf<z.infer<typeof JobDetail>>();
     expectTypeOf<ScheduleJson>().toEqualTypeOf<z.infer<typeof Schedule>>();

@@ -1,6 +1,6 @@
 /** Signing in to the dashboard and sending its forms through app.request, as a browser would. */
 import type { Skiplock } from '../../src/runtime/skiplock.ts';
-import { completeAndClaim } from '../../src/store/jobs.ts';
+import { completeAndClaim } from '../../src/store/claim.ts';
 import { API_TOKEN, type TestApp } from './helpers.ts';
 
 export const ORIGIN = 'http://skiplock.test';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { z } from 'zod';
 import { createSkiplock, defineTask, type Skiplock } from '../../src/index.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
-import { completeAndClaim } from '../../src/store/jobs.ts';
+import { completeAndClaim } from '../../src/store/claim.ts';
 import { statement } from '../../src/store/sql.ts';
 import { flowLimits } from '../../src/runtime/flow-key.ts';
 import { createRegistry } from '../../src/runtime/task.ts';

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { createSkiplock, defineTask, PermanentError } from '../../src/index.ts';
 import { flowLimits } from '../../src/runtime/flow-key.ts';
 import { createRegistry } from '../../src/runtime/task.ts';
-import { completeAndClaim } from '../../src/store/jobs.ts';
+import { completeAndClaim } from '../../src/store/claim.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 

@@ -8,7 +8,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { ChildJobError, createSkiplock, defineTask, PermanentError, SkiplockError, type Task } from '../../src/index.ts';
-import { completeAndClaim, reapExpiredLeases, releaseUnseenClaims } from '../../src/store/jobs.ts';
+import { completeAndClaim } from '../../src/store/claim.ts';
+import { reapExpiredLeases, releaseUnseenClaims } from '../../src/store/leases.ts';
 import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { z } from 'zod';
 import { createSkiplock, defineTask } from '../../src/index.ts';
-import { insertJobs } from '../../src/store/jobs.ts';
+import { insertJobs } from '../../src/store/enqueue.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { preparedStatementUnusable } from '../../src/store/drivers/pool.ts';
-import { completeAndClaim } from '../../src/store/jobs.ts';
+import { completeAndClaim } from '../../src/store/claim.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 

@@ -7,18 +7,15 @@ import { eventToJson } from '../../runtime/events.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
 import {
-  bearerSecurity,
   CallbackBody,
   CallbackResult,
   CallbackTokenParam,
-  errorResponses,
   EventPage,
-  IdempotencyHeader,
-  jsonContent,
   ListEventsQuery,
   SendEventInput,
   SendEventResult,
-} from '../schemas.ts';
+} from '../schemas/events.ts';
+import { bearerSecurity, errorResponses, IdempotencyHeader, jsonContent } from '../schemas/shared.ts';
 
 const sendRoute = createRoute({
   method: 'post',

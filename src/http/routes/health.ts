@@ -8,7 +8,8 @@ import * as z from 'zod';
 import { SkiplockError } from '../../core/errors.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { bearerToken, tooManyFailures } from '../auth.ts';
-import { bearerSecurity, DeepHealth, errorResponses, Health, jsonContent } from '../schemas.ts';
+import { DeepHealth, Health } from '../schemas/operations.ts';
+import { bearerSecurity, errorResponses, jsonContent } from '../schemas/shared.ts';
 
 /** A database that does not answer within this is down, as far as a health check can tell. */
 export const HEALTH_TIMEOUT_MS = 5_000;

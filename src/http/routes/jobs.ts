@@ -9,24 +9,22 @@ import { jobToJson } from '../../store/rows.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
 import {
-  bearerSecurity,
   EnqueueBatchInput,
   EnqueueHeaders,
   EnqueueInput,
   EnqueueQuery,
-  errorResponses,
   JobDetailEnvelope,
   JobEnvelope,
   JobIdParam,
   JobList,
   JobPage,
-  jsonContent,
   ListJobsQuery,
   RescheduleInput,
   RetryDeadInput,
   RetryDeadResult,
   TraceparentHeader,
-} from '../schemas.ts';
+} from '../schemas/jobs.ts';
+import { bearerSecurity, errorResponses, jsonContent } from '../schemas/shared.ts';
 
 const enqueueRoute = createRoute({
   method: 'post',

@@ -5,7 +5,7 @@ import { flowControlGauges } from '../../store/admin.ts';
 import { toBool } from '../../store/rows.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { PROMETHEUS_CONTENT_TYPE, renderMetrics } from '../prometheus.ts';
-import { bearerSecurity, errorResponses } from '../schemas.ts';
+import { bearerSecurity, errorResponses } from '../schemas/shared.ts';
 
 const metricsRoute = createRoute({
   method: 'get',

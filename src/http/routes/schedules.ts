@@ -5,7 +5,8 @@ import { SkiplockError } from '../../core/errors.ts';
 import { scheduleToJson } from '../../runtime/schedules.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
-import { bearerSecurity, errorResponses, jsonContent, ListSchedulesQuery, SCHEDULE_NAME_PATTERN, ScheduleEnvelope, ScheduleInput, ScheduleList } from '../schemas.ts';
+import { ListSchedulesQuery, SCHEDULE_NAME_PATTERN, ScheduleEnvelope, ScheduleInput, ScheduleList } from '../schemas/schedules.ts';
+import { bearerSecurity, errorResponses, jsonContent } from '../schemas/shared.ts';
 
 const NameParam = z.object({
   // The pattern is the document's only: PUT refuses another name (400), GET and DELETE find none (404).

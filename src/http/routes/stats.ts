@@ -1,7 +1,8 @@
 /** GET /v1/stats: job counts by status and task, and the queue's lag. */
 import { createRoute } from '../zod-openapi.ts';
 import type { App, RouteDeps } from '../app-types.ts';
-import { bearerSecurity, errorResponses, jsonContent, Stats } from '../schemas.ts';
+import { Stats } from '../schemas/operations.ts';
+import { bearerSecurity, errorResponses, jsonContent } from '../schemas/shared.ts';
 
 const statsRoute = createRoute({
   method: 'get',

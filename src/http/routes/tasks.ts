@@ -2,7 +2,8 @@
 import { createRoute } from '../zod-openapi.ts';
 import { taskToJson } from '../../runtime/admin.ts';
 import type { App, RouteDeps } from '../app-types.ts';
-import { bearerSecurity, errorResponses, jsonContent, TaskEnvelope, TaskList, TaskNameParam } from '../schemas.ts';
+import { TaskEnvelope, TaskList, TaskNameParam } from '../schemas/operations.ts';
+import { bearerSecurity, errorResponses, jsonContent } from '../schemas/shared.ts';
 
 const listTasksRoute = createRoute({
   method: 'get',

@@ -8,7 +8,8 @@ import { SkiplockError } from '../../core/errors.ts';
 import { storableInstant, toIssues } from '../../runtime/enqueue.ts';
 import { createRoute } from '../zod-openapi.ts';
 import type { App, RouteDeps } from '../app-types.ts';
-import { bearerSecurity, errorResponses, jsonContent, TickResult } from '../schemas.ts';
+import { TickResult } from '../schemas/operations.ts';
+import { bearerSecurity, errorResponses, jsonContent } from '../schemas/shared.ts';
 
 const tickRoute = (method: 'get' | 'post') =>
   createRoute({

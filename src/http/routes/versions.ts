@@ -9,7 +9,8 @@ import { bulkInputSchema } from '../../runtime/bulk.ts';
 import { jobToJson } from '../../store/rows.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
-import { bearerSecurity, errorResponses, JobEnvelope, JobIdParam, jsonContent, storableText } from '../schemas.ts';
+import { JobEnvelope, JobIdParam } from '../schemas/jobs.ts';
+import { bearerSecurity, errorResponses, jsonContent, storableText } from '../schemas/shared.ts';
 
 export const RestartInput = z
   .strictObject({

@@ -1,122 +1,17 @@
 /**
- * Every statement that reads or changes jobs. Each builder is pure and returns one Statement;
- * each state change is exactly one statement, so all of them work over Neon's HTTP driver.
+ * The tick's statement: completeAndClaim writes the previous batch's results and claims the next
+ * batch in one round trip, and answers what the tick asks besides (schedules, leases, events due).
+ * Every state change is this one statement, so it works over Neon's HTTP driver.
  *
  * Time: `$1` is always the clock (src/store/clock.ts).
  */
 import { MS, NOW, clock, epochMs, leaseUntil, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
+import type { FlowLimitRow } from './flow.ts';
 import { appendAttempt } from './history.ts';
-import type { NewJobRow } from './job-row.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
 import { pendingEventsExist, registerTasksCte, subscriptionValues, type RegisteredTaskRow, type Subscriptions } from './events.ts';
-
-
-/**
- * Inserts jobs; a job whose idempotency key already exists is returned instead (`inserted`
- * false), and nothing is written for it: `DO NOTHING`, not a no-op `DO UPDATE`, which wrote a new
- * row version (a dead tuple, an index entry per index) on every replay.
- *
- * The existing rows come from a second SELECT in the same statement, which reads the
- * statement's snapshot: a key committed by a concurrent transaction after that snapshot was taken
- * (this insert waited for it, then did nothing) is in neither half of the answer. The caller
- * reads such keys again with jobsByIdempotencyKey, a new statement with a new snapshot.
- */
-export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): Statement {
-  if (params.jobs.length === 1) return insertOneJob(params.jobs[0]!, params.now);
-  return preparedStatement(
-    `WITH input AS MATERIALIZED (
-       SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(
-         ord int, task text, payload jsonb, priority smallint, run_at timestamptz, delay_ms bigint,
-         max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz,
-         traceparent text, flow_key text, rate_key text, cancel_on text[])
-     ),
-     ${insertedOrHeld(
-       `SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
-              idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, ${NOW}, ${NOW}, traceparent
-         FROM input ORDER BY ord`,
-       'j.idempotency_key = ANY (ARRAY(SELECT idempotency_key FROM input WHERE idempotency_key IS NOT NULL))',
-     )}`,
-    [clock(params.now), JSON.stringify(params.jobs.map((job, ord) => ({ ord, ...job })))],
-  );
-}
-
-/**
- * insertJobs of one job, the enqueue a route sends: its fields as parameters rather than a JSON
- * array read by jsonb_to_recordset, and without a key, a plain INSERT. The same row and the same
- * answer; PostgreSQL spends 303 µs of CPU on the batch statement with one job, and 153 on this one
- * (docs/benchmarks.md, "The enqueue").
- */
-function insertOneJob(job: NewJobRow, now: Clock): Statement {
-  const row = `VALUES ($2, $3::jsonb, $4::smallint, coalesce($5::timestamptz, ${NOW} + $6::bigint ${MS}), $7::int, $8::int,
-               $9::text, $10::text, $11::timestamptz, $12::text, $13::text, $14::text[], ${NOW}, ${NOW}, $15::text)`;
-  return preparedStatement(
-    job.idempotency_key === null ? `${INSERT_JOB}\n       ${row}\n       RETURNING j.*, true AS inserted` : `WITH ${insertedOrHeld(row, 'j.idempotency_key = $9::text')}`,
-    [
-      clock(now), job.task, JSON.stringify(job.payload), job.priority, job.run_at, job.delay_ms, job.max_attempts, job.timeout_ms,
-      job.idempotency_key, job.schedule_name, job.scheduled_for, job.flow_key ?? null, job.rate_key ?? null, job.cancel_on ?? null, job.traceparent ?? null,
-    ],
-  );
-}
-
-/** The columns an enqueue writes, in the order both statements above give their values. */
-const INSERT_JOB = `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
-                                      idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, created_at, updated_at, traceparent)`;
-
-/**
- * The CTE `inserted` writing `rows` except those whose idempotency key is taken, and the answer:
- * what it wrote (`inserted` true) and the jobs already holding the keys `held` matches (false).
- */
-const insertedOrHeld = (rows: string, held: string) => `inserted AS (
-       ${INSERT_JOB}
-       ${rows}
-       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-       RETURNING j.*
-     )
-     SELECT i.*, true AS inserted FROM inserted i
-     UNION ALL
-     -- Rows the INSERT wrote are invisible here (one snapshot): this half holds only older jobs.
-     SELECT j.*, false AS inserted FROM skiplock.job j WHERE ${held} AND j.idempotency_key IS NOT NULL`;
-
-export interface DebouncedJobRow extends Omit<NewJobRow, 'run_at' | 'idempotency_key' | 'schedule_name' | 'scheduled_for'> {
-  debounce_key: string;
-  /** Longest a job is pushed back: it runs at most this long after the first enqueue. Null: no limit. */
-  max_delay_ms: number | null;
-  /** 'first' keeps the queued job's payload; 'last' replaces it. */
-  keep: 'first' | 'last';
-}
-
-/**
- * A debounced enqueue, in one statement: inserts the job, or — while a job of the same task and
- * debounce key is QUEUED and unclaimed (job_debounce_idx, migration 011) — updates that one
- * instead: due delay_ms from now, but never later than max_delay_ms after its first enqueue
- * (its created_at); payload replaced for keep 'last', with the flow keys computed from it. Concurrent enqueues with one key serialise
- * on the index entry (ON CONFLICT), so they make one job. Returns the row, `inserted` true when new.
- */
-export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Statement {
-  const j = p.job;
-  return statement(
-    `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, debounce_key, created_at, updated_at, traceparent, flow_key, rate_key, cancel_on)
-     VALUES ($2, $3::jsonb, $4, ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, $7, $8, $9, ${NOW}, ${NOW}, $11, $12, $13, $14::text[])
-     ON CONFLICT (task, debounce_key) WHERE status = 'QUEUED' AND debounce_key IS NOT NULL DO UPDATE SET
-       payload = CASE WHEN $10::text = 'first' THEN j.payload ELSE excluded.payload END,
-       flow_key = CASE WHEN $10::text = 'first' THEN j.flow_key ELSE excluded.flow_key END,
-       rate_key = CASE WHEN $10::text = 'first' THEN j.rate_key ELSE excluded.rate_key END,
-       run_at = least(${NOW} + $5::bigint ${MS}, coalesce(j.created_at + $6::bigint ${MS}, 'infinity')),
-       updated_at = ${NOW}
-     RETURNING j.*, (j.xmax = 0) AS inserted`,
-    [clock(p.now), j.task, JSON.stringify(j.payload), j.priority, j.delay_ms, j.max_delay_ms, j.max_attempts, j.timeout_ms, j.debounce_key, j.keep, j.traceparent ?? null, j.flow_key ?? null, j.rate_key ?? null, j.cancel_on ?? null],
-  );
-}
-
-/** The jobs holding these idempotency keys (insertJobs' second look, after a concurrent insert). */
-export function jobsByIdempotencyKey(p: { keys: readonly string[] }): Statement {
-  return statement(
-    `SELECT j.*, false AS inserted FROM skiplock.job j WHERE j.idempotency_key = ANY ($1::text[]) AND j.idempotency_key IS NOT NULL`,
-    [p.keys],
-  );
-}
 
 /** A finished run, as the tick writes it back. */
 export interface ResultRow {
@@ -207,17 +102,6 @@ export interface CompleteAndClaimParams {
   subscriptions?: Subscriptions | null;
 }
 
-/** One limited task as skiplock.claim_limited_jobs reads it (src/runtime/flow-key.ts builds them). */
-export interface FlowLimitRow {
-  task: string;
-  /** Concurrency per flow_key. */
-  limit?: number;
-  /** Concurrency over all keys. */
-  global?: number;
-  /** Starts per period_ms per rate_key. */
-  rate?: number;
-  period_ms?: number;
-}
 
 /**
  * The tick's steady-state statement: writes the previous batch's results and claims the next
@@ -401,7 +285,6 @@ const LEASE_EXPIRED = `EXISTS (SELECT 1 FROM skiplock.job x WHERE x.status = 'RU
 const NOT_A_PARENT_OF_WRITTEN = `
          AND j.id <> ALL (ARRAY(SELECT parent_id FROM written WHERE parent_id IS NOT NULL))`;
 
-/** migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say. */
 /** A task-name array parameter without the paused tasks (migration 011): no tick claims those. */
 export const unpaused = (param: string) => `ARRAY(SELECT unnest(${param}::text[]) EXCEPT SELECT name FROM skiplock.paused_task)`;
 /** A flow-limits parameter (a jsonb array of {task, ...}) without the paused tasks. */
@@ -409,6 +292,8 @@ export const unpausedLimits = (param: string) =>
   `(SELECT coalesce(jsonb_agg(e), '[]'::jsonb) FROM jsonb_array_elements(${param}::jsonb) e
      WHERE NOT EXISTS (SELECT 1 FROM skiplock.paused_task p WHERE p.name = e->>'task'))`;
 
+
+/** migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say. */
 const CLAIM_PLAIN = `next AS MATERIALIZED (
        -- migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say
        SELECT id FROM skiplock.claimable_jobs($4, ${NOW}, $5, ${unpaused('$8')}) AS id
@@ -445,154 +330,3 @@ const STARTED = `,
  */
 const RATE_ATTEMPT = `,
          rate_attempt = CASE WHEN j.flow_key IS NOT NULL THEN j.attempts + 1 ELSE j.rate_attempt END`;
-
-/**
- * After a claiming statement failed (it may have committed with its answer lost): gives back the
- * jobs this worker holds but never saw, as a release does (QUEUED, due now, the attempt given
- * back; CANCELLED if a cancel was asked). Left alone they would wait for the reaper, which spends
- * the attempt of a job that never ran. `known` are the jobs the tick holds and knows of (running,
- * or with a result still to write). The worker's jobs are those whose locked_by is `workerId`
- * or `workerId#<claim number>`. Not a parent whose child is given back here too: a cancelled
- * child's fan-in updates its parent, and a statement updates a row once; the next give-back or the
- * reaper takes it.
- */
-export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: readonly string[] }): Statement {
-  return statement(
-    `WITH released AS (
-       UPDATE skiplock.job j SET
-         status = CASE WHEN j.cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
-         attempts = CASE WHEN j.cancel_requested THEN j.attempts ELSE j.attempts - 1 END,
-         run_at = CASE WHEN j.cancel_requested THEN j.run_at ELSE ${NOW} END,
-         finished_at = CASE WHEN j.cancel_requested THEN ${NOW} END,
-         history = ${appendAttempt({
-           outcome: `CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'released' END`,
-           error: `'claimed by a statement whose answer was lost: given back before it ran'`,
-         })},
-         locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
-       WHERE j.status = 'RUNNING' AND (j.locked_by = $2 OR starts_with(j.locked_by, $2 || '#')) AND NOT (j.id = ANY ($3::bigint[]))
-         AND NOT EXISTS (SELECT 1 FROM skiplock.job c WHERE c.parent_id = j.id AND c.status = 'RUNNING'
-                            AND (c.locked_by = $2 OR starts_with(c.locked_by, $2 || '#')) AND NOT (c.id = ANY ($3::bigint[])))
-       RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
-     ),
-     -- A child cancelled here reaches its parent (src/store/steps.ts).
-     ${fanInCtes('released')}
-     SELECT id::text AS id FROM released`,
-    [clock(p.now), p.workerId, p.known],
-  );
-}
-
-/**
- * Extends the leases of jobs this worker still holds. Returns the ones it holds (id and
- * locked_by: which claim of the job), with their cancel flag; a job missing from the answer was
- * reaped or reclaimed, so its handler must stop.
- */
-export function extendLeases(p: {
-  now: Clock;
-  workerId: string;
-  /** Each with the locked_by its claim wrote (default `workerId`), and `progress`: what the handler reported since the last write (ctx.progress), carried by the heartbeat. */
-  jobs: readonly { id: string; attempt: number; locked_by?: string; progress?: { value: unknown } | undefined }[];
-  leaseMs: number;
-  leaseGraceMs: number;
-}): Statement {
-  return preparedStatement(
-    `WITH held AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int, locked_by text, progress jsonb))
-     UPDATE skiplock.job j SET
-       locked_until = greatest(j.locked_until, ${leaseUntil('$5', '$4')}),
-       updated_at = ${NOW},
-       progress = coalesce(r.progress -> 'value', j.progress)
-     FROM held r
-     -- By primary key, as completeAndClaim finds its rows: never a join the planner may turn into a scan.
-     WHERE j.id = ANY (ARRAY(SELECT id FROM held)) AND j.id = r.id
-       AND j.status = 'RUNNING' AND j.locked_by = coalesce(r.locked_by, $2) AND j.attempts = r.attempt
-     RETURNING j.id::text AS id, j.locked_by, j.cancel_requested`,
-    [clock(p.now), p.workerId, JSON.stringify(p.jobs), p.leaseMs, p.leaseGraceMs],
-  );
-}
-
-/**
- * The reaper: RUNNING jobs whose lease expired go back to QUEUED, due now; to DEAD when their
- * attempts are exhausted; to CANCELLED when a cancel was requested. Durable jobs are reaped like
- * any other: their completed steps are stored, so the next run skips them. Not a parent whose
- * child is reaped in the same statement: the child's fan-in updates the parent's row, and a
- * statement updates a row once (the count-down would be lost); the next reap takes it.
- */
-export function reapExpiredLeases(p: { now: Clock; limit: number }): Statement {
-  return statement(
-    `WITH locked AS MATERIALIZED (
-       SELECT id, parent_id FROM skiplock.job
-        WHERE status = 'RUNNING' AND locked_until < ${NOW}
-        ORDER BY locked_until
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED
-     ),
-     expired AS (
-       SELECT id FROM locked l WHERE NOT EXISTS (SELECT 1 FROM locked c WHERE c.parent_id = l.id)
-     ),
-     reaped AS (
-       UPDATE skiplock.job j SET
-         status = CASE WHEN j.cancel_requested THEN 'CANCELLED'
-                       WHEN j.attempts >= j.max_attempts THEN 'DEAD'
-                       ELSE 'QUEUED' END,
-         finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN ${NOW} END,
-         last_error = 'lease expired on attempt ' || j.attempts || ' (worker ' || j.locked_by || ' stopped responding)',
-         history = ${appendAttempt({
-           outcome: `'lease-lost'`,
-           error: `'lease expired on attempt ' || j.attempts || ' (worker ' || j.locked_by || ' stopped responding)'`,
-         })},
-         run_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN j.run_at ELSE ${NOW} END,
-         locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
-       FROM expired WHERE j.id = expired.id
-       RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
-     ),
-     -- A child that ends DEAD or CANCELLED here reaches its parent (src/store/steps.ts). The reaper
-     -- never sees WAITING jobs: they hold no lease.
-     ${fanInCtes('reaped')}
-     SELECT count(*)::int AS reaped, count(*) FILTER (WHERE status = 'DEAD')::int AS dead FROM reaped`,
-    [clock(p.now), p.limit],
-  );
-}
-
-export interface RetentionParams {
-  now: Clock;
-  /** DONE jobs older than this are deleted. */
-  doneMs: number;
-  /** CANCELLED jobs older than this are deleted. */
-  cancelledMs: number;
-  /** DEAD jobs older than this are deleted; null keeps them until a person acts. */
-  deadMs: number | null;
-  limit: number;
-  /** Events (migration 016) stored longer ago than this are deleted too, by the same statement (`limit` of them at most). Absent: none. */
-  eventsMs?: number;
-}
-
-/**
- * Retention: deletes finished jobs past their age, oldest first, at most `limit` at a time. Every
- * tick runs it (at most once a minute per process), so it must cost nothing when there is nothing
- * to delete: the first condition bounds the scan of job_finished_idx to rows older than the
- * shortest retention, whatever the planner makes of the OR below (0.2 ms with a million recent
- * DONE rows and a thousand old DEAD ones).
- */
-export function pruneFinishedJobs(p: RetentionParams): Statement {
-  return statement(
-    `WITH doomed AS MATERIALIZED (
-       SELECT id FROM skiplock.job
-        WHERE finished_at < ${NOW} - least($2::bigint, $3::bigint, coalesce($4::bigint, $2::bigint)) ${MS}
-          AND (   (status = 'DONE' AND finished_at < ${NOW} - $2 ${MS})
-               OR (status = 'CANCELLED' AND finished_at < ${NOW} - $3 ${MS})
-               OR (status = 'DEAD' AND $4::bigint IS NOT NULL AND finished_at < ${NOW} - $4 ${MS}))
-        ORDER BY finished_at
-        LIMIT $5
-        FOR UPDATE SKIP LOCKED
-     ),
-     deleted AS (DELETE FROM skiplock.job j USING doomed WHERE j.id = doomed.id RETURNING 1)${p.eventsMs === undefined ? '' : `,
-     -- Events past their retention (event_created_idx): the retention pass stays one statement.
-     old_events AS MATERIALIZED (SELECT id FROM skiplock.event WHERE created_at < ${NOW} - $6::bigint ${MS} ORDER BY created_at LIMIT $5),
-     deleted_events AS (DELETE FROM skiplock.event e USING old_events o WHERE e.id = o.id RETURNING 1)`}
-     SELECT count(*)::int AS deleted${p.eventsMs === undefined ? '' : ', (SELECT count(*)::int FROM deleted_events) AS deleted_events'} FROM deleted`,
-    [clock(p.now), p.doneMs, p.cancelledMs, p.deadMs, p.limit, ...(p.eventsMs === undefined ? [] : [p.eventsMs])],
-  );
-}
-
-export function getJob(p: { id: string }): Statement {
-  return statement(`SELECT * FROM skiplock.job WHERE id = $1::bigint`, [p.id]);
-}
