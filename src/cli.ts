@@ -23,18 +23,18 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SkiplockError } from './core/errors.ts';
 import { JOB_STATUSES, type JobStatus } from './core/types.ts';
-import type { EnqueueInput } from './runtime/enqueue.ts';
+import type { EnqueueInput } from './runtime/tasks/enqueue.ts';
 import { createSkiplock, type Skiplock } from './runtime/skiplock.ts';
-import type { Task } from './runtime/task.ts';
+import type { Task } from './runtime/tasks/task.ts';
 import { databaseUrlProblem, describeConnectionError } from './store/drivers/database-url.ts';
 import { jobToJson } from './store/rows.ts';
 import { migrations } from './store/migrations-data.ts';
 import { migrationGapNote } from './store/migrate.ts';
-import { taskToJson } from './runtime/admin.ts';
-import { eventToJson } from './runtime/events.ts';
+import { taskToJson } from './runtime/operations/admin.ts';
+import { eventToJson } from './runtime/events/events.ts';
 import { importTasksModule, rerunWithTypeStripping, TasksModuleError } from './cli/tasks-module.ts';
-import { checkDeployment, type DeploymentOptions } from './runtime/deployment-wake.ts';
-import { consoleLog, type Logger } from './runtime/log.ts';
+import { checkDeployment, type DeploymentOptions } from './runtime/wake/deployment.ts';
+import { consoleLog, type Logger } from './runtime/observability/log.ts';
 
 const USAGE = `usage: skiplock <command> [options]
 

@@ -3,13 +3,13 @@
  * typing of the client. Type-only: nothing here exists at run time.
  */
 import type { Job, JobStatus, JobStep, StepKind, StepStatus, TickResult } from '../core/types.ts';
-import type { ScheduleInfo } from '../runtime/schedules.ts';
-import type { ScheduleInput as LibraryScheduleInput } from '../runtime/schedule-definition.ts';
-import type { AnyTask, EnqueueInputOf, TaskList } from '../runtime/task-types.ts';
+import type { ScheduleInfo } from '../runtime/schedules/schedules.ts';
+import type { ScheduleInput as LibraryScheduleInput } from '../runtime/schedules/definition.ts';
+import type { AnyTask, EnqueueInputOf, TaskList } from '../runtime/tasks/task-types.ts';
 import type { z } from 'zod';
 
 export type { JobStatus, StepKind, StepStatus };
-export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskName, TaskPayload } from '../runtime/task-types.ts';
+export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskName, TaskPayload } from '../runtime/tasks/task-types.ts';
 
 /** A type as JSON carries it: each Date (or Date | null) field an ISO-8601 string (or null). */
 type AsJson<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
@@ -105,7 +105,7 @@ export interface ListSchedulesQuery {
   prefix?: string;
 }
 
-// ---- task typing (the library's own: src/runtime/task-types.ts)
+// ---- task typing (the library's own: src/runtime/tasks/task-types.ts)
 
 /** One job to enqueue: a task of the list and a payload that fits its schema (the library's EnqueueInputOf). */
 export type ClientEnqueueInput<Tasks extends TaskList = TaskList> = EnqueueInputOf<Tasks>;

@@ -65,7 +65,7 @@ export type Outcome =
   /** Stopped by the worker (deadline, shutdown) and put back due now, without spending the attempt. */
   | { kind: 'release'; error: string }
   /**
-   * Durable steps (src/runtime/steps.ts): the handler left the invocation on its own — a sleep
+   * Durable steps (src/runtime/steps/steps.ts): the handler left the invocation on its own — a sleep
    * (QUEUED at `runAt`, database time as ISO text) or a yield between steps near the deadline
    * (`runAt` null: due now). The attempt is given back; last_error is kept.
    */

@@ -16,30 +16,30 @@ import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts
 import { mapJob, toBool } from '../store/rows.ts';
 import { isNotMigratedText, type SchemaStatus } from '../store/schema.ts';
 import { batchDeadlockSafe, type Sql, type Statement } from '../store/sql.ts';
-import { createAdminOperations, isJobId, type AdminOperations } from './admin.ts';
-import { enqueueJobs, prepareEnqueue, type EnqueueInput, type EnqueueResult } from './enqueue.ts';
-import type { Schedule } from './schedule-definition.ts';
-import { createScheduleOperations, msUntilFirstRun, type ScheduleOperations } from './schedules.ts';
-import { createRegistry, type Task, type TaskRegistry } from './task.ts';
-import type { EnqueueInputOf, TaskList } from './task-types.ts';
-import { consoleLog, warnOnceWith, type Logger } from './log.ts';
-import { flowLimits } from './flow-key.ts';
-import { createSchemaCheck, isNotMigrated } from './schema-check.ts';
-import { createFlowOperations, type FlowOperations } from './flow-status.ts';
-import { TICK_DEFAULTS, tick, type TickOptions } from './tick.ts';
-import { createTickMetrics, type TickTotals } from './tick-metrics.ts';
-import { resolveTracing, type OtelOption } from './tracing.ts';
-import { checkWaitMs, waitForJob, type WaitResult } from './wait-for-job.ts';
-import { createRestart, type RestartOptions } from './restart.ts';
-import { createBulk, type BulkInput, type BulkResult } from './bulk.ts';
-import { createReplayCheck, type CheckReplayInput, type CheckReplayResult } from './replay.ts';
-import { createWaker, type TickIfDueOptions, type TickIfDueResult, type WakeDriver } from './wake.ts';
-import { DEFAULT_IDLE_CHECK_MS } from './wake-state.ts';
-import { createDeploymentWake, type DeploymentOptions } from './deployment-wake.ts';
-import { createCallbackSigner, type CallbackOptions } from './callback-token.ts';
-import { dispatchPendingWith, EVENT_LIMITS, listEventsWith, registrationRows, sendEventWith, subscriptions, type SendEventInput, type SendEventResult, type StoredEvent } from './events.ts';
+import { createAdminOperations, isJobId, type AdminOperations } from './operations/admin.ts';
+import { enqueueJobs, prepareEnqueue, type EnqueueInput, type EnqueueResult } from './tasks/enqueue.ts';
+import type { Schedule } from './schedules/definition.ts';
+import { createScheduleOperations, msUntilFirstRun, type ScheduleOperations } from './schedules/schedules.ts';
+import { createRegistry, type Task, type TaskRegistry } from './tasks/task.ts';
+import type { EnqueueInputOf, TaskList } from './tasks/task-types.ts';
+import { consoleLog, warnOnceWith, type Logger } from './observability/log.ts';
+import { flowLimits } from './flow/keys.ts';
+import { createSchemaCheck, isNotMigrated } from './operations/schema-check.ts';
+import { createFlowOperations, type FlowOperations } from './flow/status.ts';
+import { TICK_DEFAULTS, tick, type TickOptions } from './tick/tick.ts';
+import { createTickMetrics, type TickTotals } from './tick/metrics.ts';
+import { resolveTracing, type OtelOption } from './observability/tracing.ts';
+import { checkWaitMs, waitForJob, type WaitResult } from './tasks/wait-for-job.ts';
+import { createRestart, type RestartOptions } from './steps/restart.ts';
+import { createBulk, type BulkInput, type BulkResult } from './operations/bulk.ts';
+import { createReplayCheck, type CheckReplayInput, type CheckReplayResult } from './steps/replay.ts';
+import { createWaker, type TickIfDueOptions, type TickIfDueResult, type WakeDriver } from './wake/wake.ts';
+import { DEFAULT_IDLE_CHECK_MS } from './wake/state.ts';
+import { createDeploymentWake, type DeploymentOptions } from './wake/deployment.ts';
+import { createCallbackSigner, type CallbackOptions } from './events/callback-token.ts';
+import { dispatchPendingWith, EVENT_LIMITS, listEventsWith, registrationRows, sendEventWith, subscriptions, type SendEventInput, type SendEventResult, type StoredEvent } from './events/events.ts';
 import { completeCallback, registerTasks } from '../store/events.ts';
-import { callbackDataText } from './event-waits.ts';
+import { callbackDataText } from './events/waits.ts';
 
 export type { Logger };
 
@@ -89,14 +89,14 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
    */
   idleCheckMs?: number;
   /**
-   * How this platform keeps the wake state and starts a tick in the background (src/runtime/wake.ts).
+   * How this platform keeps the wake state and starts a tick in the background (src/runtime/wake/wake.ts).
    * Platform entry points set it (setWakeDriver); default: memory, and no background tick.
    */
   wake?: WakeDriver;
   /**
    * A deployment this process writes jobs for but does not run (a web service beside a worker, a
    * script, the CLI): after each write that creates or moves due work, and on `wake()`, an
-   * authenticated `POST {url}/v1/wake` with `{ at }` wakes it (src/runtime/deployment-wake.ts).
+   * authenticated `POST {url}/v1/wake` with `{ at }` wakes it (src/runtime/wake/deployment.ts).
    * `url`: its base URL, where `/v1/wake` is (http or https); `token`: its API_TOKEN (≥ 16
    * characters). One request per earlier instant (a burst or a batch: one or two); a write waits
    * for its request at most `timeoutMs` (default 1500); a failure is logged, never thrown. Default
@@ -112,7 +112,7 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
   otel?: OtelOption;
   /**
    * Callback URLs (ctx.createCallback): the HMAC secret of their tokens and the public base URL
-   * they start with (src/runtime/callback-token.ts). Default: none — ctx.createCallback fails.
+   * they start with (src/runtime/events/callback-token.ts). Default: none — ctx.createCallback fails.
    */
   callbacks?: CallbackOptions;
 }
@@ -154,8 +154,8 @@ const PRUNE_INTERVAL_MS = 60_000;
 
 
 /**
- * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/admin.ts); putSchedule,
- * deleteSchedule, listSchedules, getSchedule, fireDueSchedules (src/runtime/schedules.ts).
+ * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/operations/admin.ts); putSchedule,
+ * deleteSchedule, listSchedules, getSchedule, fireDueSchedules (src/runtime/schedules/schedules.ts).
  */
 export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperations, ScheduleOperations, FlowOperations {
   readonly sql: Sql;

@@ -249,7 +249,7 @@ export function rescheduleJob(p: {
   delayMs: number | null;
   payload: unknown;
   hasPayload: boolean;
-  /** With a new payload: its flow-control keys (src/runtime/flow-key.ts). */
+  /** With a new payload: its flow-control keys (src/runtime/flow/keys.ts). */
   flow_key?: string | null;
   rate_key?: string | null;
   priority: number | null;

@@ -1,12 +1,12 @@
 /**
  * What flow control holds back (issue 14 item 5): the keys at their limit, and why a QUEUED job of
  * a limited task waits. Read-only; the limits come from the deployment's task definitions
- * (src/runtime/flow-key.ts), as the claim reads them.
+ * (src/runtime/flow/keys.ts), as the claim reads them.
  */
 import { MS, NOW, clock, type Clock } from './clock.ts';
 import { statement, type Statement } from './sql.ts';
 
-/** One limited task as skiplock.claim_limited_jobs reads it (src/runtime/flow-key.ts builds them). */
+/** One limited task as skiplock.claim_limited_jobs reads it (src/runtime/flow/keys.ts builds them). */
 export interface FlowLimitRow {
   task: string;
   /** Concurrency per flow_key. */

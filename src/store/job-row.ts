@@ -11,9 +11,9 @@ export interface NewJobRow {
   idempotency_key: string | null;
   schedule_name: string | null;
   scheduled_for: string | null;
-  /** The W3C traceparent of the enqueuer (src/runtime/tracing.ts); null or absent: none. */
+  /** The W3C traceparent of the enqueuer (src/runtime/observability/tracing.ts); null or absent: none. */
   traceparent?: string | null;
-  /** Flow control keys (src/runtime/flow-key.ts): null for a task without concurrency or rate limits. */
+  /** Flow control keys (src/runtime/flow/keys.ts): null for a task without concurrency or rate limits. */
   flow_key?: string | null;
   rate_key?: string | null;
   /** cancelOn (migration 016): `name` or `name key` entries; absent or null: none. */

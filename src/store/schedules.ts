@@ -122,7 +122,7 @@ export interface FiringPlanRow {
   priority: number;
   max_attempts: number;
   timeout_ms: number;
-  /** Flow control keys of its jobs (src/runtime/flow-key.ts); null for a task without limits. */
+  /** Flow control keys of its jobs (src/runtime/flow/keys.ts); null for a task without limits. */
   flow_key?: string | null;
   rate_key?: string | null;
 }

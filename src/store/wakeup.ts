@@ -1,4 +1,4 @@
-/** What a tick asks before it ends: when anything it runs is next due (the wake state, src/runtime/wake-state.ts). */
+/** What a tick asks before it ends: when anything it runs is next due (the wake state, src/runtime/wake/state.ts). */
 import { NOW, clock, type Clock } from './clock.ts';
 import { oldestPendingEvent, subscriptionValues } from './events.ts';
 import { unpaused } from './claim.ts';

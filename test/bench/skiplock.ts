@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { createNeonHttpDriver } from '../../src/store/drivers/neon-http.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import type { Sql } from '../../src/store/sql.ts';

@@ -10,7 +10,7 @@ import * as z from 'zod';
 import { createClient, type SkiplockClient } from '../../src/client/index.ts';
 import { startNodeRunner, type NodeRunner } from '../../src/platform/node/runner.ts';
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { failsFirstTask } from '../support/fails-first.ts';

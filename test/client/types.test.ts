@@ -9,7 +9,7 @@ import { createClient, type ClientEnqueueInput, type JobDetailJson, type JobJson
 import type { Job, JobDetail } from '../../src/http/schemas/jobs.ts';
 import type { Stats, TickResult } from '../../src/http/schemas/operations.ts';
 import type { Schedule } from '../../src/http/schemas/schedules.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 
 const tasks = [

@@ -4,7 +4,7 @@
  * separate pools. Each instant must fire exactly once, with exactly one job.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
+import { defineSchedule } from '../../src/runtime/schedules/definition.ts';
 import type { Skiplock } from '../../src/runtime/skiplock.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { statement, type Sql } from '../../src/store/sql.ts';

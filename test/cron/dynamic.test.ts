@@ -1,7 +1,7 @@
 /** Dynamic schedules: put, replace, delete, list; bad input refused with a clear error, writing nothing. */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { SkiplockError } from '../../src/core/errors.ts';
-import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
+import { defineSchedule } from '../../src/runtime/schedules/definition.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { createClock, firings, iso, scheduledJobs, scheduleRow, skiplockAt } from './support.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { z } from 'zod';
-import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineSchedule } from '../../src/runtime/schedules/definition.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { createClock, firings, iso, MINUTE, scheduledJobs, scheduleRow, skiplockAt } from './support.ts';
 

@@ -1,8 +1,8 @@
 /** overlap 'skip' and disabled schedules. */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { z } from 'zod';
-import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineSchedule } from '../../src/runtime/schedules/definition.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { createClock, firings, iso, noop, scheduledJobs, scheduleRow, skiplockAt } from './support.ts';
 

@@ -4,8 +4,8 @@
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { z } from 'zod';
-import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineSchedule } from '../../src/runtime/schedules/definition.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { completeAndClaim, type ResultRow } from '../../src/store/claim.ts';
 import { reapExpiredLeases } from '../../src/store/leases.ts';
 import { statement } from '../../src/store/sql.ts';

@@ -1,9 +1,9 @@
 /** Static schedules: checked at definition, stored by the tick only when their definition changes. */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { z } from 'zod';
-import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
+import { defineSchedule } from '../../src/runtime/schedules/definition.ts';
 import { createSkiplock } from '../../src/runtime/skiplock.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { statement, type Sql } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { createClock, firings, iso, MINUTE, noop, scheduledJobs, scheduleRow, skiplockAt } from './support.ts';

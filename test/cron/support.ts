@@ -1,7 +1,7 @@
 /** Shared by the cron tests: a clock the test moves, and what the two cron tables hold. */
 import { z } from 'zod';
 import { createSkiplock, type Skiplock, type SkiplockConfig } from '../../src/runtime/skiplock.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { statement, type Sql } from '../../src/store/sql.ts';
 
 export const MINUTE = 60_000;

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { createApp, type AppOptions } from '../../src/http/app.ts';
 import { startNodeRunner } from '../../src/platform/node/runner.ts';
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { statement } from '../../src/store/sql.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';

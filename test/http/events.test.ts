@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { createClient } from '../../src/client/index.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { statement } from '../../src/store/sql.ts';
 import { API_TOKEN, createTestApp, type TestApp } from './helpers.ts';
 

@@ -1,7 +1,7 @@
 /** A real database, the example tasks and the app over them; requests go straight to app.request. */
 import { createApp, type AppOptions } from '../../src/http/app.ts';
 import { createSkiplock, type Skiplock, type SkiplockConfig } from '../../src/runtime/skiplock.ts';
-import type { Task } from '../../src/runtime/task.ts';
+import type { Task } from '../../src/runtime/tasks/task.ts';
 import { statement } from '../../src/store/sql.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';

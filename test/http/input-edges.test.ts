@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { STATUS_OF } from '../../src/http/errors.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { statement } from '../../src/store/sql.ts';
 import { echo, poison } from '../../src/tasks/examples.ts';
 import { getPage, logIn } from './dashboard-support.ts';

@@ -14,8 +14,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import * as z from 'zod';
 import { createApp } from '../../src/http/app.ts';
 import { mount } from '../../src/http/mount.ts';
-import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineSchedule } from '../../src/runtime/schedules/definition.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { API_TOKEN, createTestApp, type TestApp } from './helpers.ts';
 

@@ -1,6 +1,6 @@
 /** GET /v1/schedules, PUT and DELETE /v1/schedules/:name, and a put schedule firing through the tick route. */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
+import { defineSchedule } from '../../src/runtime/schedules/definition.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestApp, type TestApp } from './helpers.ts';
 

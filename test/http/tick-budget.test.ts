@@ -1,6 +1,6 @@
 /** HTTP ticks count their budget from the request's arrival, not from when the tick started. */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import type { TickOptions } from '../../src/runtime/tick.ts';
+import type { TickOptions } from '../../src/runtime/tick/tick.ts';
 import { createApp } from '../../src/http/app.ts';
 import { API_TOKEN, createTestApp, type TestApp } from './helpers.ts';
 

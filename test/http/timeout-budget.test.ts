@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { z } from 'zod';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { getPage, logIn } from './dashboard-support.ts';
 import { createTestApp, type TestApp } from './helpers.ts';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createWorker } from '../../src/cloudflare.ts';
 import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
 import { BACKSTOP_SLACK_MS, createTickerForwardingStore, type Env } from '../../src/platform/cloudflare/deployment.ts';
-import { createMemoryWakeStore } from '../../src/runtime/wake-state.ts';
+import { createMemoryWakeStore } from '../../src/runtime/wake/state.ts';
 import { FAN_OUT_HEADER } from '../../src/platform/cloudflare/fan-out.ts';
 import type { DurableObjectState } from '../../src/platform/cloudflare/runtime-types.ts';
 import { loadWaitUntil, rememberContext } from '../../src/platform/cloudflare/wait-until.ts';

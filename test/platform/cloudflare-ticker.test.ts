@@ -9,7 +9,7 @@ import { SkiplockError } from '../../src/core/errors.ts';
 import type { Deployment, Env } from '../../src/platform/cloudflare/deployment.ts';
 import type { DurableObjectState } from '../../src/platform/cloudflare/runtime-types.ts';
 import { createTickerClass, TICKER_RETRY_BACKOFF } from '../../src/platform/cloudflare/ticker.ts';
-import { retryDelayRange } from '../../src/runtime/retry-backoff.ts';
+import { retryDelayRange } from '../../src/runtime/tick/retry-backoff.ts';
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -49,7 +49,7 @@ test('any other failure (the database did not answer): logged, and tried again w
 });
 
 // Issue 31, item 4: a failing alarm (its tick throws, or its conclusion fails) backs off exponentially
-// to a cap (src/runtime/retry-backoff.ts, as the Node runner does), not a fixed 5 s; a success resets it.
+// to a cap (src/runtime/tick/retry-backoff.ts, as the Node runner does), not a fixed 5 s; a success resets it.
 test('failures in a row back off exponentially to a cap; a concluded alarm starts the count again', async () => {
   vi.spyOn(console, 'error').mockImplementation(() => {});
   vi.spyOn(console, 'warn').mockImplementation(() => {});

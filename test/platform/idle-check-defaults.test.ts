@@ -5,7 +5,7 @@
  */
 import { expect, test } from 'vitest';
 import { createDeployments, type Env } from '../../src/platform/cloudflare/deployment.ts';
-import { DEFAULT_IDLE_CHECK_MS, DURABLE_IDLE_CHECK_MS } from '../../src/runtime/wake-state.ts';
+import { DEFAULT_IDLE_CHECK_MS, DURABLE_IDLE_CHECK_MS } from '../../src/runtime/wake/state.ts';
 import type { DurableObjectNamespace } from '../../src/platform/cloudflare/runtime-types.ts';
 
 const HOUR = 3_600_000;

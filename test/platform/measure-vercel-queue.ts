@@ -20,7 +20,7 @@ import { startLocalPostgres } from '../../src/dev/embedded-postgres.ts';
 import { startNeonProxy } from '../../src/dev/neon-proxy.ts';
 import { startQueueService } from '../../src/dev/queue-service.ts';
 import { createVercelHandler } from '../../src/platform/vercel/index.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { migrations } from '../../src/store/migrations-data.ts';

@@ -2,7 +2,7 @@
  * The Node runner through a PostgreSQL restart, on a server of its own (the suite's shared one
  * cannot be restarted): a job that falls due while the server is down is claimed by the first
  * attempt after it accepts connections again, and the failed attempts before that follow the
- * back-off schedule (src/runtime/retry-backoff.ts) — neither a spin nor a long fixed wait. The
+ * back-off schedule (src/runtime/tick/retry-backoff.ts) — neither a spin nor a long fixed wait. The
  * time from accept to claim is printed, not asserted (docs/fault-injection.md has the figures).
  */
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startLocalPostgres, type LocalPostgres } from '../../src/dev/embedded-postgres.ts';
 import { startNodeRunner } from '../../src/platform/node/runner.ts';
-import { retryDelayRange } from '../../src/runtime/retry-backoff.ts';
+import { retryDelayRange } from '../../src/runtime/tick/retry-backoff.ts';
 import { createSkiplock } from '../../src/runtime/skiplock.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { migrate } from '../../src/store/migrate.ts';

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
 import { FAN_OUT_HEADER } from '../../src/platform/vercel/cron.ts';
 import { createVercelHandler, type VercelHandler } from '../../src/platform/vercel/index.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { createNeonHttpDriver } from '../../src/store/drivers/neon-http.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { startNeonProxy, type NeonProxy } from '../../src/dev/neon-proxy.ts';
 import { startQueueService, type QueueService } from '../../src/dev/queue-service.ts';
 import { createVercelHandler, NO_QUEUE_NOTICE, type VercelEnv, type VercelHandler, type VercelOptions } from '../../src/platform/vercel/index.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { installVercelContext } from '../support/vercel-context.ts';

@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { decodeCursor, encodeCursor, isJobId } from '../../src/runtime/admin.ts';
+import { decodeCursor, encodeCursor, isJobId } from '../../src/runtime/operations/admin.ts';
 
 test('job ids are canonical positive int8 strings', () => {
   for (const id of ['1', '42', '9223372036854775807']) expect(isJobId(id)).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * skiplock.bulk (src/runtime/bulk.ts): the filter, dry runs, each action's fence (a RUNNING job
+ * skiplock.bulk (src/runtime/operations/bulk.ts): the filter, dry runs, each action's fence (a RUNNING job
  * asked to stop, never overwritten; a finished one never cancelled), idempotency, the cancel's
  * cascade inside one chunk, and many DEAD jobs retried by filter while ticks run and single
  * retries race it: none lost, none run twice. BULK_JOBS=100000 for the issue's figure.

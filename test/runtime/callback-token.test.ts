@@ -1,7 +1,7 @@
-/** Callback URLs (src/runtime/callback-token.ts) and their configuration from the environment. */
+/** Callback URLs (src/runtime/events/callback-token.ts) and their configuration from the environment. */
 import { describe, expect, test } from 'vitest';
 import { callbacksFromEnv } from '../../src/platform/env-options.ts';
-import { createCallbackSigner } from '../../src/runtime/callback-token.ts';
+import { createCallbackSigner } from '../../src/runtime/events/callback-token.ts';
 
 describe('callback tokens', () => {
   const signer = createCallbackSigner({ secret: 'a-secret-of-16-chars', publicUrl: 'https://jobs.example.com/skiplock/' });

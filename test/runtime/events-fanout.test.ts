@@ -110,8 +110,8 @@ test('two instances of the deployment ticking at once start each event\'s job ex
 });
 
 test('dispatches racing on the same pending rows: one job per event and task, each refusal recorded once', async () => {
-  const { dispatchPendingWith } = await import('../../src/runtime/events.ts');
-  const { createRegistry } = await import('../../src/runtime/task.ts');
+  const { dispatchPendingWith } = await import('../../src/runtime/events/events.ts');
+  const { createRegistry } = await import('../../src/runtime/tasks/task.ts');
   await tickIdle(make([welcome(), strict]));
   const sender = make([]);
   for (let i = 0; i < 20; i++) await sender.sendEvent({ name: 'user.created', data: { userId: `r${i}` } });

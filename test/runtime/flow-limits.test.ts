@@ -11,8 +11,8 @@ import { createSkiplock, defineTask, type Skiplock } from '../../src/index.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { completeAndClaim } from '../../src/store/claim.ts';
 import { statement } from '../../src/store/sql.ts';
-import { flowLimits } from '../../src/runtime/flow-key.ts';
-import { createRegistry } from '../../src/runtime/task.ts';
+import { flowLimits } from '../../src/runtime/flow/keys.ts';
+import { createRegistry } from '../../src/runtime/tasks/task.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
 let db: TestDb;

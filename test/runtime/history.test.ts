@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { createSkiplock, defineTask } from '../../src/index.ts';
-import { MAX_PROGRESS_BYTES } from '../../src/runtime/progress.ts';
+import { MAX_PROGRESS_BYTES } from '../../src/runtime/tick/progress.ts';
 import { HISTORY_LIMIT } from '../../src/store/history.ts';
 import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';

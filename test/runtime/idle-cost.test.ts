@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, expect, test, vi } from 'vitest';
 import { z } from 'zod';
 import { createSkiplock, defineSchedule, defineTask } from '../../src/index.ts';
 import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
-import type { TickOptions } from '../../src/runtime/tick.ts';
+import type { TickOptions } from '../../src/runtime/tick/tick.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
 let db: TestDb;

@@ -4,10 +4,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
  * due instant a deployment's ticks can act on, and nothing it cannot.
  */
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
-import type { TickOptions } from '../../src/runtime/tick.ts';
+import type { TickOptions } from '../../src/runtime/tick/tick.ts';
 import { statement } from '../../src/store/sql.ts';
 import { msUntilNextWork } from '../../src/store/wakeup.ts';
-import { defineSchedule } from '../../src/runtime/schedule-definition.ts';
+import { defineSchedule } from '../../src/runtime/schedules/definition.ts';
 import { echo, exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 

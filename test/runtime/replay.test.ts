@@ -1,5 +1,5 @@
 /**
- * The replay check (src/runtime/replay.ts): the current code of a task against the steps its
+ * The replay check (src/runtime/steps/replay.ts): the current code of a task against the steps its
  * in-flight jobs recorded. It catches an inserted, removed, renamed and reordered step, passes an
  * appended one and a ctx.patched insert, runs no step function, and writes nothing.
  */

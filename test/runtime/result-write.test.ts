@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { createSkiplock, defineTask } from '../../src/index.ts';
-import { MAX_RESULT_BYTES } from '../../src/runtime/run-job.ts';
+import { MAX_RESULT_BYTES } from '../../src/runtime/tick/run-job.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 

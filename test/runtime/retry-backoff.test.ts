@@ -1,6 +1,6 @@
-/** The tick loop's retry schedule after a failed statement (src/runtime/retry-backoff.ts): pure. */
+/** The tick loop's retry schedule after a failed statement (src/runtime/tick/retry-backoff.ts): pure. */
 import { expect, test } from 'vitest';
-import { RETRY_BACKOFF, retryDelayMs, retryDelayRange } from '../../src/runtime/retry-backoff.ts';
+import { RETRY_BACKOFF, retryDelayMs, retryDelayRange } from '../../src/runtime/tick/retry-backoff.ts';
 
 const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 const shutdown = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });

@@ -1,5 +1,5 @@
 /**
- * ctx.sleep and ctx.invoke (src/runtime/steps.ts): a sleep holds no invocation (the job is QUEUED
+ * ctx.sleep and ctx.invoke (src/runtime/steps/steps.ts): a sleep holds no invocation (the job is QUEUED
  * until it wakes); invokes awaited together are written in one statement, and the statement that
  * ends the last child wakes the parent (fan-in), exactly once; a failed child raises
  * ChildJobError; a person's retry of the child resumes the parent; cancel cascades.

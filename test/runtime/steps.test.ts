@@ -1,5 +1,5 @@
 /**
- * Durable steps (src/runtime/steps.ts): ctx.step runs each step's fn once per success and stores
+ * Durable steps (src/runtime/steps/steps.ts): ctx.step runs each step's fn once per success and stores
  * its output; a job of many short steps finishes on short ticks; crashes between steps never run a
  * completed step again, a crash inside one runs only that one again; the limits and the
  * determinism rule give clear errors.
@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { createSkiplock, defineTask, type Task } from '../../src/index.ts';
-import { STEP_LIMITS } from '../../src/runtime/steps.ts';
+import { STEP_LIMITS } from '../../src/runtime/steps/steps.ts';
 import { statement, type Sql } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 

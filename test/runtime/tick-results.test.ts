@@ -6,7 +6,7 @@
 import { expect, test } from 'vitest';
 import { done } from '../../src/core/state.ts';
 import type { Job } from '../../src/core/types.ts';
-import { takeBatch, type PendingResult } from '../../src/runtime/tick-results.ts';
+import { takeBatch, type PendingResult } from '../../src/runtime/tick/results.ts';
 
 const result = (id: string, parentId: string | null = null): PendingResult => ({ job: { id, parentId } as Job, outcome: done(null) });
 const ids = (results: readonly PendingResult[]) => results.map((r) => r.job.id);

@@ -5,7 +5,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { createSkiplock, defineTask, type Job } from '../../src/index.ts';
-import { resolveTracing, type OtelApi } from '../../src/runtime/tracing.ts';
+import { resolveTracing, type OtelApi } from '../../src/runtime/observability/tracing.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 

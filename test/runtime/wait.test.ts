@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { createSkiplock, defineTask, type Job } from '../../src/index.ts';
-import { WAIT_POLL, waitForJob } from '../../src/runtime/wait-for-job.ts';
+import { WAIT_POLL, waitForJob } from '../../src/runtime/tasks/wait-for-job.ts';
 import { statement } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { createSkiplock } from '../../src/runtime/skiplock.ts';
 import type { Sql, Statement } from '../../src/store/sql.ts';
-import { createMemoryWakeStore, mergeWrite, shouldTick, WAKE_EARLY_MS } from '../../src/runtime/wake-state.ts';
+import { createMemoryWakeStore, mergeWrite, shouldTick, WAKE_EARLY_MS } from '../../src/runtime/wake/state.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 import * as z from 'zod';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { createTestApp, type TestApp } from '../http/helpers.ts';

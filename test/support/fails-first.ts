@@ -1,6 +1,6 @@
 /** A task that fails its first attempt per key `k` and then succeeds, its retry `backoffMs` later (no jitter). */
 import { z } from 'zod';
-import { defineTask } from '../../src/runtime/task.ts';
+import { defineTask } from '../../src/runtime/tasks/task.ts';
 
 export function failsFirstTask(backoffMs: number, name = 'fails-first') {
   const failedOnce = new Set<string>();

@@ -1,5 +1,5 @@
 /**
- * Typed ctx.invoke and ctx.enqueue (Register, src/runtime/task-types.ts): test/types/register/ is
+ * Typed ctx.invoke and ctx.enqueue (Register, src/runtime/tasks/task-types.ts): test/types/register/ is
  * compiled as its own program, since its Register declaration would type every handler of the
  * repository. Its `@ts-expect-error` lines must each be an error; wrong-payload.ts's one error
  * must name the invoked task's payload field, not a union of every task's payload.

@@ -6,15 +6,15 @@
 import * as z from 'zod';
 import { ATTEMPT_OUTCOMES } from '../../core/attempt-history.ts';
 import { JOB_STATUSES, STEP_KINDS, STEP_STATUSES } from '../../core/types.ts';
-import { LIST_LIMIT, rescheduleInputSchema, RETRY_DEAD_LIMIT } from '../../runtime/admin.ts';
-import { enqueueInputSchema } from '../../runtime/enqueue.ts';
+import { LIST_LIMIT, rescheduleInputSchema, RETRY_DEAD_LIMIT } from '../../runtime/operations/admin.ts';
+import { enqueueInputSchema } from '../../runtime/tasks/enqueue.ts';
 import { CHILD_LIMIT } from '../../store/job-detail.ts';
 import { anyJson, IdempotencyHeader, instant, nullableText, pageLimit, storableText } from './shared.ts';
 
 export const MAX_BATCH = 1000;
 
 /**
- * isTraceparent (src/runtime/tracing.ts) as a pattern, for the document: version, trace id, parent
+ * isTraceparent (src/runtime/observability/tracing.ts) as a pattern, for the document: version, trace id, parent
  * id, flags in lowercase hex; version ff and all-zero ids are invalid.
  */
 export const TRACEPARENT_PATTERN = '^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$';

@@ -2,9 +2,9 @@
  * The wake state in the SkiplockTicker Durable Object's storage, with its alarm kept at the
  * instant the state says to look next (now when something is due; else the earlier of dueAt and
  * the next safety check; none when neither comes). One instance, single-threaded: every change
- * reads, merges (src/runtime/wake-state.ts) and writes under the object's input gate.
+ * reads, merges (src/runtime/wake/state.ts) and writes under the object's input gate.
  */
-import { mergeLower, mergeWrite, shouldTick, type WakeState, type WakeStore } from '../../runtime/wake-state.ts';
+import { mergeLower, mergeWrite, shouldTick, type WakeState, type WakeStore } from '../../runtime/wake/state.ts';
 import type { DurableObjectStorage } from './runtime-types.ts';
 
 const KEY = 'wake';

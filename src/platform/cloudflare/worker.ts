@@ -5,9 +5,9 @@
  * safety net and makes no statement while nothing is due. Budgets and limits: deployment.ts.
  */
 import { isUnder, normalizeBasePath } from '../../http/mount.ts';
-import { isNotMigrated } from '../../runtime/schema-check.ts';
+import { isNotMigrated } from '../../runtime/operations/schema-check.ts';
 import type { Skiplock } from '../../runtime/skiplock.ts';
-import type { TaskList } from '../../runtime/task-types.ts';
+import type { TaskList } from '../../runtime/tasks/task-types.ts';
 import { checkTicker, createDeployments, type Env, type WorkerOptions } from './deployment.ts';
 import type { ExecutionContext, ScheduledController } from './runtime-types.ts';
 import { FAN_OUT_HEADER, serveFanOut } from './fan-out.ts';

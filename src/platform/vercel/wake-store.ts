@@ -2,7 +2,7 @@
  * The wake state on Vercel: one entry of the Runtime Cache (`getCache` from @vercel/functions),
  * best effort. Vercel keeps no state between invocations that skiplock could rely on, and the
  * Runtime Cache has no compare-and-set, so each change is a get, the merge rule of
- * src/runtime/wake-state.ts, then a set. What that costs when it goes wrong, and why nothing is
+ * src/runtime/wake/state.ts, then a set. What that costs when it goes wrong, and why nothing is
  * lost (the database stays the truth, DESIGN invariant 9):
  *
  * - the entry is absent (never written, evicted, a new region) or unreadable: read() says
@@ -17,7 +17,7 @@
  * process's memory, which is what the Node runner keeps too.
  */
 import { getCache } from '@vercel/functions';
-import { mergeLower, mergeWrite, type WakeState, type WakeStore } from '../../runtime/wake-state.ts';
+import { mergeLower, mergeWrite, type WakeState, type WakeStore } from '../../runtime/wake/state.ts';
 
 /** The part of @vercel/functions' RuntimeCache this store uses (a test passes its own). */
 export interface RuntimeCacheLike {

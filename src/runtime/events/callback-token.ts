@@ -3,7 +3,7 @@
  * the job and the step and carries an HMAC-SHA-256 of both under a secret only the deployment
  * knows — unguessable, and checked before any statement runs. Web Crypto, so it works on Workers.
  */
-import { permanentTypeError } from '../core/errors.ts';
+import { permanentTypeError } from '../../core/errors.ts';
 
 export interface CallbackOptions {
   /**

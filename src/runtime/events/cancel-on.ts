@@ -1,9 +1,9 @@
 /** Event names and keys, and cancelOn (defineTask's and enqueue's): what job.cancel_on holds. */
-import { SkiplockError } from '../core/errors.ts';
-import { unstorableText } from '../core/json.ts';
-import type { Task } from './task.ts';
+import { SkiplockError } from '../../core/errors.ts';
+import { unstorableText } from '../../core/json.ts';
+import type { Task } from '../tasks/task.ts';
 
-export { cancelOnSchema, EVENT_NAME, eventKeySchema, eventNameSchema, storableString } from './event-names.ts';
+export { cancelOnSchema, EVENT_NAME, eventKeySchema, eventNameSchema, storableString } from './names.ts';
 
 /** The job.cancel_on entries of a job of `task` with this payload and enqueue option (null: none). */
 export function cancelOnEntries(task: Task, payload: unknown, extra: readonly { event: string; key?: string | undefined }[] | undefined): string[] | null {

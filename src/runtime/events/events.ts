@@ -1,24 +1,24 @@
 /**
  * Events (docs/steps.md, "Events"): skiplock.sendEvent, and the tasks an event starts (`on:`) and
  * cancels (`cancelOn`). The statements are in src/store/events.ts; the waits a handler makes are
- * in src/runtime/event-waits.ts.
+ * in src/runtime/events/waits.ts.
  */
 import * as z from 'zod';
-import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
-import { findUnstorableJson } from '../core/json.ts';
-import type { Clock } from '../store/clock.ts';
+import { SkiplockError, type ErrorIssue } from '../../core/errors.ts';
+import { findUnstorableJson } from '../../core/json.ts';
+import type { Clock } from '../../store/clock.ts';
 import {
   cancelJobsByEvent, dispatchPendingEvents, eventByIdempotencyKey, eventLock, listEvents, pendingEvents, sendEvent,
   type DispatchRow, type RegisteredTaskRow, type TriggeredJobRow,
-} from '../store/events.ts';
-import { toBool, toDateOrNull, toJson } from '../store/rows.ts';
-import { batchDeadlockSafe, sqlState, type Row, type Sql } from '../store/sql.ts';
-import { isJobId } from '../core/job-id.ts';
-import { checkTaskPayload, toIssues } from './enqueue.ts';
+} from '../../store/events.ts';
+import { toBool, toDateOrNull, toJson } from '../../store/rows.ts';
+import { batchDeadlockSafe, sqlState, type Row, type Sql } from '../../store/sql.ts';
+import { isJobId } from '../../core/job-id.ts';
+import { checkTaskPayload, toIssues } from '../tasks/enqueue.ts';
 import { cancelOnEntries } from './cancel-on.ts';
-import { EVENT_NAME, eventKeySchema, eventNameSchema, storableString } from './event-names.ts';
-import { flowKeys } from './flow-key.ts';
-import type { Task, TaskRegistry } from './task.ts';
+import { EVENT_NAME, eventKeySchema, eventNameSchema, storableString } from './names.ts';
+import { flowKeys } from '../flow/keys.ts';
+import type { Task, TaskRegistry } from '../tasks/task.ts';
 
 export const EVENT_LIMITS = {
   /** An event's data, in bytes of JSON: 256 KiB. */

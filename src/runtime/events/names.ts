@@ -1,6 +1,6 @@
 /** Event names and keys as stored (events, waits, cancelOn), and the text PostgreSQL can store: schemas that depend on nothing of the runtime. */
 import * as z from 'zod';
-import { unstorableText } from '../core/json.ts';
+import { unstorableText } from '../../core/json.ts';
 
 /** An event name: 1–200 of letters, digits and `_ . : / -` (`order.paid`, `app/user.created`). */
 export const EVENT_NAME = /^[\w.:/-]{1,200}$/;

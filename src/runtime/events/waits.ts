@@ -1,23 +1,23 @@
 /**
  * ctx.waitForEvent, ctx.createCallback and ctx.waitForCallback for one run of a job: durable
- * steps (src/runtime/steps.ts provides reach, the fence and the suspension) whose statements are
+ * steps (src/runtime/steps/steps.ts provides reach, the fence and the suspension) whose statements are
  * in src/store/events.ts. A wait that finds its event already stored returns at once; otherwise
  * the run leaves the invocation with a `wait` outcome (WAITING, or QUEUED until its timeout).
  */
-import { permanentTypeError, SkiplockError } from '../core/errors.ts';
-import { findUnstorableJson, unstorableText } from '../core/json.ts';
-import type { Outcome } from '../core/state.ts';
-import type { StepKind } from '../core/types.ts';
-import type { Clock } from '../store/clock.ts';
-import { createCallbackStep, eventLock, readCallbackStep, waitForEvent, type WaitRow } from '../store/events.ts';
-import { toDate } from '../store/rows.ts';
-import type { Sql } from '../store/sql.ts';
-import type { StepFence } from '../store/steps.ts';
+import { permanentTypeError, SkiplockError } from '../../core/errors.ts';
+import { findUnstorableJson, unstorableText } from '../../core/json.ts';
+import type { Outcome } from '../../core/state.ts';
+import type { StepKind } from '../../core/types.ts';
+import type { Clock } from '../../store/clock.ts';
+import { createCallbackStep, eventLock, readCallbackStep, waitForEvent, type WaitRow } from '../../store/events.ts';
+import { toDate } from '../../store/rows.ts';
+import type { Sql } from '../../store/sql.ts';
+import type { StepFence } from '../../store/steps.ts';
 import { callbacksNotConfigured, type CallbackSigner } from './callback-token.ts';
-import { EVENT_NAME } from './event-names.ts';
-import { STEP_LIMITS, type StoredStep } from './step-types.ts';
-import { utf8Length } from './stored-json.ts';
-import type { WaitForEventOptions } from './task.ts';
+import { EVENT_NAME } from './names.ts';
+import { STEP_LIMITS, type StoredStep } from '../steps/types.ts';
+import { utf8Length } from '../tick/stored-json.ts';
+import type { WaitForEventOptions } from '../tasks/task.ts';
 
 /** The longest wait timeout: 365 days (as the longest sleep). */
 const MAX_TIMEOUT_MS = 365 * 24 * 3600 * 1000;

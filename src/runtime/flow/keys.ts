@@ -3,12 +3,12 @@
  * computed from its payload at enqueue, and the limits the tick passes to the claim
  * (skiplock.claim_limited, migrations/010_flow_control.sql).
  */
-import { SkiplockError } from '../core/errors.ts';
-import { unstorableText } from '../core/json.ts';
-import { pruneFlowStarts, setFlowKeys, unkeyedLimitedJobs, type FlowLimitRow } from '../store/flow.ts';
-import type { Clock } from '../store/clock.ts';
-import type { Sql } from '../store/sql.ts';
-import type { Task, TaskRegistry } from './task.ts';
+import { SkiplockError } from '../../core/errors.ts';
+import { unstorableText } from '../../core/json.ts';
+import { pruneFlowStarts, setFlowKeys, unkeyedLimitedJobs, type FlowLimitRow } from '../../store/flow.ts';
+import type { Clock } from '../../store/clock.ts';
+import type { Sql } from '../../store/sql.ts';
+import type { Task, TaskRegistry } from '../tasks/task.ts';
 
 export const MAX_FLOW_KEY_LENGTH = 255;
 

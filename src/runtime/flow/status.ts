@@ -2,12 +2,12 @@
  * What flow control holds back, for people (dashboard, /metrics) and for the job page's "why is
  * this job waiting". Reads only; see src/store/flow.ts.
  */
-import { flowStatus, jobFlowWait } from '../store/flow.ts';
-import type { Clock } from '../store/clock.ts';
-import { toBool, toDateOrNull } from '../store/rows.ts';
-import type { Sql } from '../store/sql.ts';
-import { flowLimits } from './flow-key.ts';
-import type { TaskRegistry } from './task.ts';
+import { flowStatus, jobFlowWait } from '../../store/flow.ts';
+import type { Clock } from '../../store/clock.ts';
+import { toBool, toDateOrNull } from '../../store/rows.ts';
+import type { Sql } from '../../store/sql.ts';
+import { flowLimits } from './keys.ts';
+import type { TaskRegistry } from '../tasks/task.ts';
 
 export type FlowLimitKind = 'concurrency' | 'global' | 'rate';
 

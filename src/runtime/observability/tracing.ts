@@ -14,10 +14,10 @@
  * registers receives the spans, and the handler's own spans nest under the attempt's wherever the
  * user has a context manager (AsyncLocalStorage in Node and in workerd with nodejs_compat).
  */
-import type { Job } from '../core/types.ts';
-import type { RunningJob, Settled } from './run-job.ts';
-import { isTraceparent, TRACEPARENT } from '../core/traceparent.ts';
-export { isTraceparent } from '../core/traceparent.ts';
+import type { Job } from '../../core/types.ts';
+import type { RunningJob, Settled } from '../tick/run-job.ts';
+import { isTraceparent, TRACEPARENT } from '../../core/traceparent.ts';
+export { isTraceparent } from '../../core/traceparent.ts';
 
 /** The part of `@opentelemetry/api` skiplock uses; `import * as otel from '@opentelemetry/api'` fits it. */
 export interface OtelApi {

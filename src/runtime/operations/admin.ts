@@ -2,25 +2,25 @@
  * Operating the queue by hand: list, cancel, retry, stats, ping. The HTTP API and the CLI call
  * these through the Skiplock facade; all SQL is in src/store/admin.ts.
  */
-import { checkRange, SkiplockError } from '../core/errors.ts';
-import { unstorableText } from '../core/json.ts';
-import { JOB_STATUSES, type Job, type JobDetail, type JobStatus } from '../core/types.ts';
+import { checkRange, SkiplockError } from '../../core/errors.ts';
+import { unstorableText } from '../../core/json.ts';
+import { JOB_STATUSES, type Job, type JobDetail, type JobStatus } from '../../core/types.ts';
 import * as z from 'zod';
-import { isJobId } from '../core/job-id.ts';
-import { flowKeys } from './flow-key.ts';
-import { cancelJob, currentTime, getJob, lockJob, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../store/admin.ts';
-import { getJobDetail, mapJobDetail } from '../store/job-detail.ts';
-import { checkTaskPayload, MAX_DELAY_MS, payloadMessage, storableInstant, toIssues } from './enqueue.ts';
-import type { TaskRegistry } from './task.ts';
+import { isJobId } from '../../core/job-id.ts';
+import { flowKeys } from '../flow/keys.ts';
+import { cancelJob, currentTime, getJob, lockJob, deadJobsByTask, jobStats, listJobs, pauseTask, ping, rescheduleJob, resumeTask, retryDeadJobs, retryJob, taskOverview } from '../../store/admin.ts';
+import { getJobDetail, mapJobDetail } from '../../store/job-detail.ts';
+import { checkTaskPayload, MAX_DELAY_MS, payloadMessage, storableInstant, toIssues } from '../tasks/enqueue.ts';
+import type { TaskRegistry } from '../tasks/task.ts';
 import { unrunnableTasks, type UnrunnableTask } from './unrunnable.ts';
-import { jobActivity } from '../store/dashboard.ts';
-import type { Clock } from '../store/clock.ts';
-import { mapJob, toBool, toDate } from '../store/rows.ts';
-import { batchDeadlockSafe, type Row, type Sql, type Statement } from '../store/sql.ts';
+import { jobActivity } from '../../store/dashboard.ts';
+import type { Clock } from '../../store/clock.ts';
+import { mapJob, toBool, toDate } from '../../store/rows.ts';
+import { batchDeadlockSafe, type Row, type Sql, type Statement } from '../../store/sql.ts';
 
 export const LIST_LIMIT = { default: 50, max: 500 } as const;
 
-export { isJobId } from '../core/job-id.ts';
+export { isJobId } from '../../core/job-id.ts';
 
 export interface ListJobsOptions {
   status?: JobStatus;
@@ -69,7 +69,7 @@ export interface JobStats {
   doneCount: 'exact' | 'estimated';
   /**
    * QUEUED or WAITING jobs of tasks this deployment does not register, by task: nothing here can
-   * run them (src/runtime/unrunnable.ts). Another service sharing the table may.
+   * run them (src/runtime/operations/unrunnable.ts). Another service sharing the table may.
    */
   unrunnable: UnrunnableTask[];
 }

@@ -6,14 +6,14 @@
  * same bulk action run twice never applies twice.
  */
 import * as z from 'zod';
-import { SkiplockError } from '../core/errors.ts';
-import { unstorableText } from '../core/json.ts';
-import { JOB_STATUSES } from '../core/types.ts';
-import type { Clock } from '../store/clock.ts';
-import { cancelJobs, countJobs, deleteJobs, maxJobId, pickJobs, retryJobs, type BulkAction, type BulkWhereRow } from '../store/bulk.ts';
-import { lockJobs, restartJobs } from '../store/restart.ts';
-import { batchDeadlockSafe, type Sql, type Statement } from '../store/sql.ts';
-import { storableInstant, toIssues } from './enqueue.ts';
+import { SkiplockError } from '../../core/errors.ts';
+import { unstorableText } from '../../core/json.ts';
+import { JOB_STATUSES } from '../../core/types.ts';
+import type { Clock } from '../../store/clock.ts';
+import { cancelJobs, countJobs, deleteJobs, maxJobId, pickJobs, retryJobs, type BulkAction, type BulkWhereRow } from '../../store/bulk.ts';
+import { lockJobs, restartJobs } from '../../store/restart.ts';
+import { batchDeadlockSafe, type Sql, type Statement } from '../../store/sql.ts';
+import { storableInstant, toIssues } from '../tasks/enqueue.ts';
 
 /** Ids per chunk: each chunk's statement locks at most this many rows, for a few milliseconds. */
 export const BULK_CHUNK = 1000;

@@ -3,10 +3,10 @@
  * broken one, without a statement per request: the schema is read once per instance and, once
  * current, trusted until a skiplock statement fails on a missing table, function or column.
  */
-import { NotMigratedError, SkiplockError } from '../core/errors.ts';
-import { isUndefinedObjectError, notMigratedMessage, readSchemaStatus, type SchemaStatus } from '../store/schema.ts';
-import type { Sql, Statement } from '../store/sql.ts';
-import type { Logger } from './log.ts';
+import { NotMigratedError, SkiplockError } from '../../core/errors.ts';
+import { isUndefinedObjectError, notMigratedMessage, readSchemaStatus, type SchemaStatus } from '../../store/schema.ts';
+import type { Sql, Statement } from '../../store/sql.ts';
+import type { Logger } from '../observability/log.ts';
 
 export interface SchemaCheck {
   /** Resolves when the database has every shipped migration (or a newer schema); else rejects with not_migrated. */

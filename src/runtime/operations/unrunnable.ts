@@ -4,7 +4,7 @@
  * only: it cannot tell a task no deployment has from one another service sharing the table runs,
  * so this is a list to look at, not an error. RUNNING jobs are not counted: something runs them.
  */
-import type { JobStatus } from '../core/types.ts';
+import type { JobStatus } from '../../core/types.ts';
 
 export interface UnrunnableTask {
   task: string;

@@ -6,7 +6,7 @@
  * invalid_payload), which the HTTP API maps to 400.
  */
 import * as z from 'zod';
-import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
+import { SkiplockError, type ErrorIssue } from '../../core/errors.ts';
 import {
   CATCH_UP_POLICIES,
   MAX_FIRINGS_PER_TICK,
@@ -17,10 +17,10 @@ import {
   type CatchUp,
   type Overlap,
   type Timing,
-} from '../core/schedule.ts';
-import type { ScheduleRowInput } from '../store/schedules.ts';
-import { checkTaskPayload, payloadMessage, toIssues } from './enqueue.ts';
-import { requireTask, type Task, type TaskRegistry } from './task.ts';
+} from '../../core/schedule.ts';
+import type { ScheduleRowInput } from '../../store/schedules.ts';
+import { checkTaskPayload, payloadMessage, toIssues } from '../tasks/enqueue.ts';
+import { requireTask, type Task, type TaskRegistry } from '../tasks/task.ts';
 
 /** A schedule's options, as code and the HTTP API (`PUT /v1/schedules/:name`) give them. */
 export const scheduleInputSchema = z

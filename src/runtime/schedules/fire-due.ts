@@ -8,16 +8,16 @@
  *   3. fireSchedules ...... one statement: firings + jobs + watermarks, applied only where the
  *                           watermark is still the one read in 1 — so racing ticks fire once
  */
-import { planFiring } from '../core/firing-plan.ts';
-import type { CatchUp, Overlap, Timing } from '../core/schedule.ts';
-import { timelineOf } from '../core/schedule-timeline.ts';
-import type { Clock } from '../store/clock.ts';
-import { toBool, toDate } from '../store/rows.ts';
-import { fireSchedules, readDueSchedules, type FiringPlanRow, type ScheduleRowInput } from '../store/schedules.ts';
-import type { Row, Sql } from '../store/sql.ts';
-import { flowKeys } from './flow-key.ts';
-import type { Task, TaskRegistry } from './task.ts';
-import type { Logger, WarnOnce } from './log.ts';
+import { planFiring } from '../../core/firing-plan.ts';
+import type { CatchUp, Overlap, Timing } from '../../core/schedule.ts';
+import { timelineOf } from '../../core/schedule-timeline.ts';
+import type { Clock } from '../../store/clock.ts';
+import { toBool, toDate } from '../../store/rows.ts';
+import { fireSchedules, readDueSchedules, type FiringPlanRow, type ScheduleRowInput } from '../../store/schedules.ts';
+import type { Row, Sql } from '../../store/sql.ts';
+import { flowKeys } from '../flow/keys.ts';
+import type { Task, TaskRegistry } from '../tasks/task.ts';
+import type { Logger, WarnOnce } from '../observability/log.ts';
 
 export interface FiringDeps {
   sql: Sql;

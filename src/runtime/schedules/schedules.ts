@@ -2,18 +2,18 @@
  * Schedules on the Skiplock facade: the static ones from createSkiplock({ schedules }), the
  * dynamic ones put and deleted at run time, the listing of both, and firing (each tick).
  */
-import { checkRange, SkiplockError } from '../core/errors.ts';
-import { SCHEDULE_NAME, type CatchUp, type Overlap } from '../core/schedule.ts';
-import { timelineOf } from '../core/schedule-timeline.ts';
-import type { JobStatus } from '../core/types.ts';
-import type { Clock } from '../store/clock.ts';
-import { toBool, toDate } from '../store/rows.ts';
-import { deleteSchedule, listSchedules, putSchedule } from '../store/schedules.ts';
-import type { Row, Sql } from '../store/sql.ts';
-import { fireDueSchedules, timingOf } from './fire-due-schedules.ts';
-import { bindStaticSchedule, parseDynamicSchedule, toScheduleRow, type Schedule, type ScheduleInput } from './schedule-definition.ts';
-import type { TaskRegistry } from './task.ts';
-import type { Logger, WarnOnce } from './log.ts';
+import { checkRange, SkiplockError } from '../../core/errors.ts';
+import { SCHEDULE_NAME, type CatchUp, type Overlap } from '../../core/schedule.ts';
+import { timelineOf } from '../../core/schedule-timeline.ts';
+import type { JobStatus } from '../../core/types.ts';
+import type { Clock } from '../../store/clock.ts';
+import { toBool, toDate } from '../../store/rows.ts';
+import { deleteSchedule, listSchedules, putSchedule } from '../../store/schedules.ts';
+import type { Row, Sql } from '../../store/sql.ts';
+import { fireDueSchedules, timingOf } from './fire-due.ts';
+import { bindStaticSchedule, parseDynamicSchedule, toScheduleRow, type Schedule, type ScheduleInput } from './definition.ts';
+import type { TaskRegistry } from '../tasks/task.ts';
+import type { Logger, WarnOnce } from '../observability/log.ts';
 
 /** A schedule as listed: its definition, where it comes from, and what it did last. */
 export interface ScheduleInfo {

@@ -1,15 +1,15 @@
 /**
  * The determinism rule in one place (docs/steps.md, "The determinism rule" and "Changing a
  * workflow's code"): how a run's calls of ctx.step / ctx.sleep / ctx.invoke / ctx.patched are
- * matched against the job's recorded steps. The run (src/runtime/steps.ts) and the replay check
- * (src/runtime/replay.ts) both walk the history through this cursor, so they cannot disagree.
+ * matched against the job's recorded steps. The run (src/runtime/steps/steps.ts) and the replay check
+ * (src/runtime/steps/replay.ts) both walk the history through this cursor, so they cannot disagree.
  *
  * Markers (kind `patch`, recorded by ctx.patched) are transparent to the other steps: a step
  * reached where a marker is recorded skips it. So code that no longer calls `patched` (the patch
  * removed once no run predates it) still replays a history that has the marker.
  */
-import type { StepKind } from '../core/types.ts';
-import type { StoredStep } from './step-types.ts';
+import type { StepKind } from '../../core/types.ts';
+import type { StoredStep } from './types.ts';
 
 /** The id a ctx.patched marker is stored under (the table's key is shared with step ids). */
 export const markerId = (patchId: string): string => `patched:${patchId}`;

@@ -12,15 +12,15 @@
  * sleeping, an invoke still waiting, ctx.enqueue (a write).
  */
 import * as z from 'zod';
-import { ChildJobError, SkiplockError } from '../core/errors.ts';
-import { JOB_STATUSES, type Job } from '../core/types.ts';
-import { listJobSteps } from '../store/steps.ts';
-import { mapJob, mapJobStep } from '../store/rows.ts';
-import { statement, type Sql, type Statement } from '../store/sql.ts';
-import { toIssues } from './enqueue.ts';
-import { createHistoryCursor } from './step-history.ts';
+import { ChildJobError, SkiplockError } from '../../core/errors.ts';
+import { JOB_STATUSES, type Job } from '../../core/types.ts';
+import { listJobSteps } from '../../store/steps.ts';
+import { mapJob, mapJobStep } from '../../store/rows.ts';
+import { statement, type Sql, type Statement } from '../../store/sql.ts';
+import { toIssues } from '../tasks/enqueue.ts';
+import { createHistoryCursor } from './history.ts';
 import type { StoredStep } from './steps.ts';
-import type { TaskContext, TaskRegistry } from './task.ts';
+import type { TaskContext, TaskRegistry } from '../tasks/task.ts';
 
 export const REPLAY_LIMIT = { default: 1000, max: 10_000 } as const;
 /** A handler that reaches no step, sleep or end in this long is reported (it waits on something outside steps). */
@@ -97,7 +97,7 @@ const isDone = (row: StoredStep | undefined | typeof HALT) => row !== HALT && ro
 /** Replays one job; the reason its next run would fail, or undefined when it would not. */
 /**
  * Where the current code reaches a step that is not recorded (restartJob's `fromStep` named by the
- * new code, src/runtime/restart.ts): replays the job until the handler calls `stepId`, and answers
+ * new code, src/runtime/steps/restart.ts): replays the job until the handler calls `stepId`, and answers
  * the recorded entry at that point (the first one to forget; undefined: nothing recorded after),
  * or why the replay could not get there.
  */
@@ -175,7 +175,7 @@ async function replayOne(registry: TaskRegistry, job: Job, stored: readonly Stor
       return stop();
     },
     patched: (id) => history.patched(id).value,
-    // Events and callbacks (src/runtime/event-waits.ts): a recorded completed wait returns its stored value.
+    // Events and callbacks (src/runtime/events/waits.ts): a recorded completed wait returns its stored value.
     waitForEvent: async (id) => {
       const row = reach(id, 'event');
       return row !== HALT && row?.status === 'done' ? (row.output ?? null) as never : stop();

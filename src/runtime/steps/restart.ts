@@ -2,21 +2,21 @@
  * A person's restart of a job from one of its steps (docs/steps.md, "Changing a workflow's code"):
  * the way out for a job that died of a deploy that changed its steps. SQL in src/store/restart.ts.
  */
-import { SkiplockError } from '../core/errors.ts';
-import { RESTARTABLE_STATUSES } from '../core/state.ts';
-import { unstorableText } from '../core/json.ts';
-import type { Job } from '../core/types.ts';
-import type { Clock } from '../store/clock.ts';
-import { getJob, lockJob } from '../store/admin.ts';
-import { restartJobs } from '../store/restart.ts';
-import { mapJob, toBool } from '../store/rows.ts';
-import { batchDeadlockSafe, type Sql } from '../store/sql.ts';
-import { isJobId } from '../core/job-id.ts';
-import { listJobSteps } from '../store/steps.ts';
-import { mapJobStep } from '../store/rows.ts';
+import { SkiplockError } from '../../core/errors.ts';
+import { RESTARTABLE_STATUSES } from '../../core/state.ts';
+import { unstorableText } from '../../core/json.ts';
+import type { Job } from '../../core/types.ts';
+import type { Clock } from '../../store/clock.ts';
+import { getJob, lockJob } from '../../store/admin.ts';
+import { restartJobs } from '../../store/restart.ts';
+import { mapJob, toBool } from '../../store/rows.ts';
+import { batchDeadlockSafe, type Sql } from '../../store/sql.ts';
+import { isJobId } from '../../core/job-id.ts';
+import { listJobSteps } from '../../store/steps.ts';
+import { mapJobStep } from '../../store/rows.ts';
 import { locateStep } from './replay.ts';
 import type { StoredStep } from './steps.ts';
-import type { TaskRegistry } from './task.ts';
+import type { TaskRegistry } from '../tasks/task.ts';
 
 export interface RestartOptions {
   /**
@@ -41,7 +41,7 @@ export function checkFromStep(fromStep: unknown): string | null {
 
 /**
  * A fromStep the job has not recorded, named by the current code (the step a deploy inserted):
- * the recorded step the current handler reaches it before (src/runtime/replay.ts locateStep), so
+ * the recorded step the current handler reaches it before (src/runtime/steps/replay.ts locateStep), so
  * that everything recorded before that point is kept. Reads only.
  */
 async function recordedStepAt(sql: Sql, registry: TaskRegistry, id: string, fromStep: string): Promise<string | undefined> {

@@ -8,23 +8,23 @@
  * with a suspension outcome at once; the handler's pending promise never settles (nothing after
  * it runs in this invocation), as with Inngest's step tooling.
  */
-import { ChildJobError, isPermanent, PermanentError, SkiplockError, describeError, permanentTypeError } from '../core/errors.ts';
-import { unstorableText } from '../core/json.ts';
-import type { Outcome } from '../core/state.ts';
-import type { Job, StepKind } from '../core/types.ts';
-import type { Clock } from '../store/clock.ts';
-import { mapJobStep, toDate } from '../store/rows.ts';
-import type { Row, Sql } from '../store/sql.ts';
-import { invokeChildren, readStepsForRun, writeSleep, writeStep, type InvokeRow, type MarkerRow, type StepFence } from '../store/steps.ts';
-import { prepareEnqueue, refuseUnfittableTimeouts } from './enqueue.ts';
-import { createHistoryCursor, markerId } from './step-history.ts';
-import type { CallbackSigner } from './callback-token.ts';
-import { createEventWaits, type EventWaits } from './event-waits.ts';
-import { toStoredJson, utf8Length } from './stored-json.ts';
-import type { StepContext, TaskRegistry } from './task.ts';
-import { STEP_LIMITS, type StoredStep } from './step-types.ts';
+import { ChildJobError, isPermanent, PermanentError, SkiplockError, describeError, permanentTypeError } from '../../core/errors.ts';
+import { unstorableText } from '../../core/json.ts';
+import type { Outcome } from '../../core/state.ts';
+import type { Job, StepKind } from '../../core/types.ts';
+import type { Clock } from '../../store/clock.ts';
+import { mapJobStep, toDate } from '../../store/rows.ts';
+import type { Row, Sql } from '../../store/sql.ts';
+import { invokeChildren, readStepsForRun, writeSleep, writeStep, type InvokeRow, type MarkerRow, type StepFence } from '../../store/steps.ts';
+import { prepareEnqueue, refuseUnfittableTimeouts } from '../tasks/enqueue.ts';
+import { createHistoryCursor, markerId } from './history.ts';
+import type { CallbackSigner } from '../events/callback-token.ts';
+import { createEventWaits, type EventWaits } from '../events/waits.ts';
+import { toStoredJson, utf8Length } from '../tick/stored-json.ts';
+import type { StepContext, TaskRegistry } from '../tasks/task.ts';
+import { STEP_LIMITS, type StoredStep } from './types.ts';
 
-export { STEP_LIMITS, type StoredStep } from './step-types.ts';
+export { STEP_LIMITS, type StoredStep } from './types.ts';
 
 /** Reads the steps of the claimed jobs that have some (one statement; none when no job has steps). */
 export async function loadSteps(sql: Sql, now: Clock, jobs: readonly Job[]): Promise<Map<string, StoredStep[]>> {
@@ -125,7 +125,7 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     return never<T>();
   };
 
-  /** `transient`: a history a newer version wrote (src/runtime/step-history.ts): retried, not DEAD at once. */
+  /** `transient`: a history a newer version wrote (src/runtime/steps/history.ts): retried, not DEAD at once. */
   const die = (message: string, transient = false): never => {
     fatal ??= transient ? new Error(message) : new PermanentError(message);
     throw fatal;
@@ -314,7 +314,7 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     },
     invoke: invokeStep,
     patched,
-    // Events and callbacks (src/runtime/event-waits.ts).
+    // Events and callbacks (src/runtime/events/waits.ts).
     ...createEventWaits({
       sql: deps.sql, jobId: job.id, now: deps.now, reach, recorded: (id) => stored.find((s) => s.id === id), fence, leave, received, callbacks: deps.callbacks,
       lost: <T>() => {

@@ -1,5 +1,5 @@
 /** What a run knows of its recorded steps, and their limits: shared by steps, waits and history without importing them. */
-import type { JobStep } from '../core/types.ts';
+import type { JobStep } from '../../core/types.ts';
 
 /** The limits of durable steps, each refused with a PermanentError (or a TypeError for a bad argument). */
 export const STEP_LIMITS = {

@@ -1,7 +1,7 @@
 /** The options of one enqueue as a schema (the HTTP API accepts exactly this shape): it depends on nothing of the runtime but event names. */
 import * as z from 'zod';
-import { isTraceparent } from '../core/traceparent.ts';
-import { cancelOnSchema, storableString } from './event-names.ts';
+import { isTraceparent } from '../../core/traceparent.ts';
+import { cancelOnSchema, storableString } from '../events/names.ts';
 
 export const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
 
@@ -37,7 +37,7 @@ export const enqueueInputSchema = z.strictObject({
   /**
   /**
    * The W3C traceparent each attempt's span descends from. Default: the active OpenTelemetry
-   * context's, when @opentelemetry/api is there (src/runtime/tracing.ts); none otherwise.
+   * context's, when @opentelemetry/api is there (src/runtime/observability/tracing.ts); none otherwise.
    */
   traceparent: z.string().max(55).refine(isTraceparent, { message: 'must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)' }).optional(),
   /**

@@ -1,14 +1,14 @@
 import * as z from 'zod';
-import { SkiplockError, type ErrorIssue } from '../core/errors.ts';
-import { findUnstorableJson } from '../core/json.ts';
-import type { Job } from '../core/types.ts';
-import type { Clock } from '../store/clock.ts';
-import type { NewJobRow } from '../store/job-row.ts';
-import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob } from '../store/enqueue.ts';
-import { mapJob, toBool } from '../store/rows.ts';
-import type { Sql, Statement } from '../store/sql.ts';
-import { cancelOnEntries } from './cancel-on.ts';
-import { flowKeys } from './flow-key.ts';
+import { SkiplockError, type ErrorIssue } from '../../core/errors.ts';
+import { findUnstorableJson } from '../../core/json.ts';
+import type { Job } from '../../core/types.ts';
+import type { Clock } from '../../store/clock.ts';
+import type { NewJobRow } from '../../store/job-row.ts';
+import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob } from '../../store/enqueue.ts';
+import { mapJob, toBool } from '../../store/rows.ts';
+import type { Sql, Statement } from '../../store/sql.ts';
+import { cancelOnEntries } from '../events/cancel-on.ts';
+import { flowKeys } from '../flow/keys.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
 import { enqueueInputSchema } from './enqueue-input.ts';
 

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
-import { invalidBackoff, type Backoff } from '../core/backoff.ts';
-import { SkiplockError } from '../core/errors.ts';
-import type { Job } from '../core/types.ts';
+import { invalidBackoff, type Backoff } from '../../core/backoff.ts';
+import { SkiplockError } from '../../core/errors.ts';
+import type { Job } from '../../core/types.ts';
 import type { RegisteredEnqueueInput, RegisteredPayloadArgs, RegisteredTaskName } from './registered.ts';
 
 /**

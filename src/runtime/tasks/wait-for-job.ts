@@ -4,8 +4,8 @@
  * over Neon's HTTP driver. The bound is kept even when a read hangs: a read still out when it
  * passes is abandoned, and the job is answered as last seen.
  */
-import { SkiplockError } from '../core/errors.ts';
-import type { Job, JobStatus } from '../core/types.ts';
+import { SkiplockError } from '../../core/errors.ts';
+import type { Job, JobStatus } from '../../core/types.ts';
 
 export const WAIT_POLL = { firstMs: 50, maxMs: 500, factor: 1.5 } as const;
 

@@ -4,19 +4,19 @@
  * that statement fails — a refusal isolates the bad row, any other failure backs off, and jobs a
  * lost answer may have claimed are given back before anything else is claimed.
  */
-import type { Outcome } from '../core/state.ts';
-import { released } from '../core/state.ts';
-import { describeError } from '../core/errors.ts';
-import { storableText } from '../core/json.ts';
-import type { Job } from '../core/types.ts';
-import { completeAndClaim } from '../store/claim.ts';
-import { releaseUnseenClaims } from '../store/leases.ts';
-import { mapClaimedJob, toBool } from '../store/rows.ts';
-import type { Row } from '../store/sql.ts';
+import type { Outcome } from '../../core/state.ts';
+import { released } from '../../core/state.ts';
+import { describeError } from '../../core/errors.ts';
+import { storableText } from '../../core/json.ts';
+import type { Job } from '../../core/types.ts';
+import { completeAndClaim } from '../../store/claim.ts';
+import { releaseUnseenClaims } from '../../store/leases.ts';
+import { mapClaimedJob, toBool } from '../../store/rows.ts';
+import type { Row } from '../../store/sql.ts';
 import { retryDelayMs } from './retry-backoff.ts';
-import { loadSteps, type StoredStep } from './steps.ts';
-import { asIds, isRefusal, takeBatch, tally, toResultRow, type PendingResult } from './tick-results.ts';
-import { knownJobIds, LEASE_GRACE_MS, leaseProbeDue, startJob, type TickRun } from './tick-run.ts';
+import { loadSteps, type StoredStep } from '../steps/steps.ts';
+import { asIds, isRefusal, takeBatch, tally, toResultRow, type PendingResult } from './results.ts';
+import { knownJobIds, LEASE_GRACE_MS, leaseProbeDue, startJob, type TickRun } from './run.ts';
 
 /** Writes a batch of pending results and claims up to `free` jobs, which start at once. */
 export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
@@ -144,7 +144,7 @@ export async function giveBackUnseen(run: TickRun): Promise<{ failed: unknown } 
 
 /**
  * After a failed statement of the loop: logged with how many failed in a row and the wait, then
- * the wait of src/runtime/retry-backoff.ts (100 ms doubling, jittered, to 1 s while the connection
+ * the wait of src/runtime/tick/retry-backoff.ts (100 ms doubling, jittered, to 1 s while the connection
  * is lost, to 5 s otherwise), never past the deadline. A statement that succeeds resets the count.
  */
 export async function backOff(run: TickRun, error: unknown, message: string): Promise<void> {

@@ -3,7 +3,7 @@
  * memory and start at zero with each isolate or process; Prometheus counters are meant to reset
  * like that. Gauges (jobs by status, queue lag) come from the database instead.
  */
-import { emptyTickResult, type TickResult } from '../core/types.ts';
+import { emptyTickResult, type TickResult } from '../../core/types.ts';
 
 /** Upper bounds of the tick-duration histogram, in seconds. */
 export const TICK_DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300] as const;

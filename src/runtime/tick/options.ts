@@ -1,9 +1,9 @@
-/** The options and dependencies of a tick (src/runtime/tick.ts), and their defaults in one place. */
-import type { RegisteredTaskRow } from '../store/events.ts';
-import type { Sql } from '../store/sql.ts';
-import type { Logger, WarnOnce } from './log.ts';
+/** The options and dependencies of a tick (src/runtime/tick/tick.ts), and their defaults in one place. */
+import type { RegisteredTaskRow } from '../../store/events.ts';
+import type { Sql } from '../../store/sql.ts';
+import type { Logger, WarnOnce } from '../observability/log.ts';
 import type { RunDeps } from './run-job.ts';
-import type { Tracing } from './tracing.ts';
+import type { Tracing } from '../observability/tracing.ts';
 
 export interface TickOptions {
   /** How long the tick may run, in ms from its start (the invocation's budget). Default 30 000. */
@@ -118,14 +118,14 @@ export interface TickDeps {
   /**
    * With `on:` tasks: their subscriptions, probed by the claiming statements that probe leases (at
    * the tick's start, then every reapIntervalMs: events_due), and the dispatch of the jobs other
-   * senders left pending for them (src/runtime/events.ts), run only when a claim said some are.
+   * senders left pending for them (src/runtime/events/events.ts), run only when a claim said some are.
    */
   events?: { subscriptions: { tasks: readonly string[]; names: readonly string[] }; dispatch(): Promise<{ started: number; more: boolean }> };
   /** Upkeep run beside the reaper (retention: pruning finished jobs, rate-limited by its owner); resolves true when it ran a statement. */
   housekeeping?: () => Promise<boolean | void>;
   log: Logger;
   warnOnce: WarnOnce;
-  /** OpenTelemetry (src/runtime/tracing.ts): each attempt runs in its span. Default none. */
+  /** OpenTelemetry (src/runtime/observability/tracing.ts): each attempt runs in its span. Default none. */
   tracing?: Tracing | null;
 }
 

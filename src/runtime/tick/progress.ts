@@ -3,7 +3,7 @@
  * is kept here and written with the job's next heartbeat or its result (src/store/leases.ts,
  * claim.ts), never by a round trip of its own; only the latest value is written.
  */
-import { findUnstorableJson } from '../core/json.ts';
+import { findUnstorableJson } from '../../core/json.ts';
 import { utf8Length } from './stored-json.ts';
 
 /** The largest progress value, in bytes of JSON (UTF-8). It is written with every heartbeat and kept in each history entry. */

@@ -2,12 +2,12 @@
  * The tick's results on their way to the database: each run's outcome as a row of
  * completeAndClaim, the counts of what landed, and which failures are the data's fault.
  */
-import type { Outcome } from '../core/state.ts';
-import { statusAfter } from '../core/state.ts';
-import type { Job, TickResult } from '../core/types.ts';
-import type { ResultRow } from '../store/claim.ts';
-import { sqlState } from '../store/sql.ts';
-import type { Logger } from './log.ts';
+import type { Outcome } from '../../core/state.ts';
+import { statusAfter } from '../../core/state.ts';
+import type { Job, TickResult } from '../../core/types.ts';
+import type { ResultRow } from '../../store/claim.ts';
+import { sqlState } from '../../store/sql.ts';
+import type { Logger } from '../observability/log.ts';
 
 export interface PendingResult {
   job: Job;

@@ -5,7 +5,7 @@
  * answered with an error (a statement it refuses must not be sent hundreds of times a second).
  * The count starts again after a statement succeeds. Pure: the caller sleeps.
  */
-import { isConnectionLost } from '../store/sql.ts';
+import { isConnectionLost } from '../../store/sql.ts';
 
 export const RETRY_BACKOFF = {
   /** The ceiling of the first wait. */

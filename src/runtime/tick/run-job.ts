@@ -3,18 +3,18 @@
  * Outcome. A handler that ignores its signal is abandoned `abandonAfterMs` after the abort:
  * the job's outcome is decided then, and whatever the handler does later is ignored.
  */
-import { describeError } from '../core/errors.ts';
-import { cancelled, dead, done, failed, released, type Outcome } from '../core/state.ts';
-import type { Job } from '../core/types.ts';
-import type { Clock } from '../store/clock.ts';
-import type { Sql } from '../store/sql.ts';
-import type { CallbackSigner } from './callback-token.ts';
-import type { EnqueueInput } from './enqueue-input.ts';
-import { createStepRuntime } from './steps.ts';
-import type { StoredStep } from './step-types.ts';
+import { describeError } from '../../core/errors.ts';
+import { cancelled, dead, done, failed, released, type Outcome } from '../../core/state.ts';
+import type { Job } from '../../core/types.ts';
+import type { Clock } from '../../store/clock.ts';
+import type { Sql } from '../../store/sql.ts';
+import type { CallbackSigner } from '../events/callback-token.ts';
+import type { EnqueueInput } from '../tasks/enqueue-input.ts';
+import { createStepRuntime } from '../steps/steps.ts';
+import type { StoredStep } from '../steps/types.ts';
 import { createProgressSlot, type ProgressSlot } from './progress.ts';
 import { toStoredJson } from './stored-json.ts';
-import type { TaskContext, TaskRegistry } from './task.ts';
+import type { TaskContext, TaskRegistry } from '../tasks/task.ts';
 
 /** Why a handler's signal was aborted. */
 export type StopReason = 'timeout' | 'deadline' | 'shutdown' | 'lease-lost' | 'cancelled';
@@ -38,7 +38,7 @@ export interface RunDeps {
   abandonAfterMs: number;
   heartbeat(job: Job): Promise<boolean>;
   enqueue(input: EnqueueInput): Promise<Job>;
-  /** Durable steps (src/runtime/steps.ts) write through these, fenced by the run's lease. */
+  /** Durable steps (src/runtime/steps/steps.ts) write through these, fenced by the run's lease. */
   sql: Sql;
   now: () => Clock;
   /** The tick's lease settings: a step write extends the lease like a heartbeat. */
@@ -98,7 +98,7 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
   /** Decides the outcome of a handler that threw, given why (or whether) it was stopped. */
   function afterFailure(error: unknown): Settled {
     const fatal = durable?.fatal();
-    // A PermanentError (DEAD at once), or a history a newer version wrote (retried: src/runtime/step-history.ts).
+    // A PermanentError (DEAD at once), or a history a newer version wrote (retried: src/runtime/steps/history.ts).
     if (fatal && reason !== 'lease-lost') return failed(job, fatal, backoff);
     switch (reason) {
       case 'lease-lost':
@@ -214,7 +214,7 @@ export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = [
           if (job.scheduleName === null) throw new TypeError('setState: this job was not fired by a schedule');
           nextState = { value };
         },
-        // Durable steps (src/runtime/steps.ts).
+        // Durable steps (src/runtime/steps/steps.ts).
         step: (id, fn) => durable!.step(id, fn),
         sleep: (id, ms) => durable!.sleep(id, ms),
         sleepUntil: (id, date) => durable!.sleepUntil(id, date),

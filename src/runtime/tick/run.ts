@@ -3,17 +3,17 @@
  * (heartbeat), and collecting their outcomes as results to write. The loop and the other phases
  * are in tick.ts and tick-flush.ts; they all read and change this one object.
  */
-import { emptyTickResult, type Job, type TickResult } from '../core/types.ts';
-import { extendLeases } from '../store/leases.ts';
-import type { FlowLimitRow } from '../store/flow.ts';
-import { toBool } from '../store/rows.ts';
-import { flowLimits } from './flow-key.ts';
+import { emptyTickResult, type Job, type TickResult } from '../../core/types.ts';
+import { extendLeases } from '../../store/leases.ts';
+import type { FlowLimitRow } from '../../store/flow.ts';
+import { toBool } from '../../store/rows.ts';
+import { flowLimits } from '../flow/keys.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
-import type { StoredStep } from './steps.ts';
-import { keyOf, runKey, type PendingResult } from './tick-results.ts';
-import { createWakeup, startClock } from './tick-timing.ts';
-import type { ResolvedTickOptions, SubrequestCounter, TickDeps } from './tick-options.ts';
-import type { Row, Sql, Statement } from '../store/sql.ts';
+import type { StoredStep } from '../steps/steps.ts';
+import { keyOf, runKey, type PendingResult } from './results.ts';
+import { createWakeup, startClock } from './timing.ts';
+import type { ResolvedTickOptions, SubrequestCounter, TickDeps } from './options.ts';
+import type { Row, Sql, Statement } from '../../store/sql.ts';
 
 export const LEASE_GRACE_MS = 5_000;
 

@@ -14,16 +14,16 @@
  * wake state is the tick's input and output one level up (skiplock.tickIfDue, wake.ts): read
  * before, and written after from the database's answer to "when is anything next due".
  */
-import type { Sql } from '../store/sql.ts';
-import type { TickResult } from '../core/types.ts';
-import { reapExpiredLeases } from '../store/leases.ts';
-import { adoptUnkeyedJobs } from './flow-key.ts';
-import { backOff, flushAndClaim, giveBackUnseen } from './tick-flush.ts';
-import { TICK_DEFAULTS, type TickDeps, type TickOptions } from './tick-options.ts';
-import { affordableClaims, openTickRun, startHeartbeats, stopTickRun, upkeepAffordable, upkeepDue, type TickRun } from './tick-run.ts';
-import { yieldToIo } from './tick-timing.ts';
+import type { Sql } from '../../store/sql.ts';
+import type { TickResult } from '../../core/types.ts';
+import { reapExpiredLeases } from '../../store/leases.ts';
+import { adoptUnkeyedJobs } from '../flow/keys.ts';
+import { backOff, flushAndClaim, giveBackUnseen } from './flush.ts';
+import { TICK_DEFAULTS, type TickDeps, type TickOptions } from './options.ts';
+import { affordableClaims, openTickRun, startHeartbeats, stopTickRun, upkeepAffordable, upkeepDue, type TickRun } from './run.ts';
+import { yieldToIo } from './timing.ts';
 
-export { TICK_DEFAULTS, type TickDeps, type TickOptions } from './tick-options.ts';
+export { TICK_DEFAULTS, type TickDeps, type TickOptions } from './options.ts';
 
 export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<TickResult> {
   const run = openTickRun(deps, { ...TICK_DEFAULTS, ...options });
@@ -129,7 +129,7 @@ async function firePhase(run: TickRun): Promise<void> {
 /**
  * Starts the `on:` jobs that senders without the task left pending for this deployment, when a
  * claiming statement said there are (events_due): a read, and one statement that starts them
- * (src/runtime/events.ts dispatchPendingWith). A full batch looks again at once.
+ * (src/runtime/events/events.ts dispatchPendingWith). A full batch looks again at once.
  */
 async function dispatchPhase(run: TickRun): Promise<void> {
   const { deps } = run;

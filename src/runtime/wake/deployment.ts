@@ -1,7 +1,7 @@
 /**
  * Waking a deployment this process does not run (`createSkiplock({ deployment: { url, token } })`):
  * a web service beside a worker, a script, the CLI. After each write that creates or moves due work
- * (the same hook as the deployment's own writes, src/runtime/wake.ts), an authenticated
+ * (the same hook as the deployment's own writes, src/runtime/wake/wake.ts), an authenticated
  * `POST {url}/v1/wake` with `{ at }` (or `{}` for due now) lowers the deployment's wake state.
  *
  * One request per earlier instant:
@@ -20,9 +20,9 @@
  * sent from a timer); on a serverless platform, end a burst with `await skiplock.wake()` (it always
  * sends, at once) or write it with enqueueBatch.
  */
-import { MIN_SECRET_LENGTH } from '../core/types.ts';
-import type { Logger } from './log.ts';
-import { WAKE_EARLY_MS } from './wake-state.ts';
+import { MIN_SECRET_LENGTH } from '../../core/types.ts';
+import type { Logger } from '../observability/log.ts';
+import { WAKE_EARLY_MS } from './state.ts';
 
 export interface DeploymentOptions {
   /** The deployment's base URL, where its `/v1/wake` is: `https://app.example/skiplock`. http(s). */

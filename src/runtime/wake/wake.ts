@@ -1,5 +1,5 @@
 /**
- * When ticks run. Two halves around the wake state (src/runtime/wake-state.ts):
+ * When ticks run. Two halves around the wake state (src/runtime/wake/state.ts):
  *
  *   dueWork(at) ... every skiplock write that creates or moves due work (and `wake()`): lowers the
  *                   state, then asks the platform's driver to start a tick (now) or a wake-up (later)
@@ -13,10 +13,10 @@
  * The state machine stays here; a platform adapter only says where the state lives (WakeDriver.store)
  * and what "start a tick in the background" means there (WakeDriver.onDueWork).
  */
-import { emptyTickResult, type TickResult } from '../core/types.ts';
-import type { Logger } from './log.ts';
-import { TICK_DEFAULTS, type TickOptions } from './tick-options.ts';
-import { concludeWakeState, createMemoryWakeStore, shouldTick, type WakeReason, type WakeState, type WakeStore } from './wake-state.ts';
+import { emptyTickResult, type TickResult } from '../../core/types.ts';
+import type { Logger } from '../observability/log.ts';
+import { TICK_DEFAULTS, type TickOptions } from '../tick/options.ts';
+import { concludeWakeState, createMemoryWakeStore, shouldTick, type WakeReason, type WakeState, type WakeStore } from './state.ts';
 
 export interface WakeDriver {
   /** Where the wake state lives. Default: memory of this process (isolate). */
@@ -85,7 +85,7 @@ export interface WakeDeps {
   dueInMs(options: TickOptions): Promise<number | null>;
   /**
    * A deployment this process does not run, woken too (the `deployment` option,
-   * src/runtime/deployment-wake.ts): bounded, never rejects. `explicit`: `wake()`, always sent.
+   * src/runtime/wake/deployment.ts): bounded, never rejects. `explicit`: `wake()`, always sent.
    */
   remote?: (atMs: number, explicit: boolean) => Promise<void>;
 }
