@@ -142,7 +142,7 @@ describe('the package README is a user\'s README', () => {
     ])
       expect(readme, text).toContain(text);
     // The requirements per platform: the Worker's tools need Node 22; TypeScript on Node is said how to run.
-    expect(readme).toMatch(/\*\*Cloudflare Workers\*\*[^]*?need Node \*\*22\*\*: create-cloudflare 22\.0 or later, wrangler\s+22\.12 or later/);
+    expect(readme).toMatch(/\*\*Cloudflare Workers\*\*[^]*?need Node \*\*22\*\* \(create-cloudflare: Node 22\.0 or later;\s+wrangler: Node 22\.12 or later\)/);
     expect(readme).toMatch(/npx tsx main\.ts/);
     expect(readme).toMatch(/Node 22\.18 or later/);
     // Its curls name the base path of each platform.
