@@ -20,6 +20,8 @@ import { statement } from '../../src/store/sql.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { createNextHandlers } from '../../src/vercel.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { installVercelContext } from '../support/vercel-context.ts';
+import { rememberContext } from '../../src/platform/cloudflare/wait-until.ts';
 
 const TOKEN = 'first-hour-token-0123456789';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -154,10 +156,13 @@ describe('items 8 and 11: API_TOKEN missing or short', () => {
   });
 
   test('Cloudflare: skiplock routes answer 503 naming API_TOKEN and wrangler; the Worker and its queue keep working', async () => {
+    // The enqueue's background tick is kept, and awaited before the test ends (the database is dropped after the describe).
+    const kept: Promise<unknown>[] = [];
+    rememberContext({ waitUntil: (work) => void kept.push(work) });
     const worker = createWorker({ tasks: exampleTasks, basePath: '/skiplock', sql: () => createPgDriver(db.url, { max: 2 }) });
     const env = { DATABASE_URL: db.url } as never;
     const userRoute = async (request: Request) => {
-      if (worker.handles(request)) return worker.fetch(request, env, { waitUntil: () => {}, passThroughOnException: () => {} } as never);
+      if (worker.handles(request)) return worker.fetch(request, env, { waitUntil: (work: Promise<unknown>) => void kept.push(work), passThroughOnException: () => {} } as never);
       const job = await worker.skiplock(env).enqueue({ task: 'echo', payload: { message: 'signup' } });
       return Response.json({ job: job.id });
     };
@@ -170,11 +175,14 @@ describe('items 8 and 11: API_TOKEN missing or short', () => {
       expect(error.message).toContain('wrangler secret put API_TOKEN');
       expect(error.message).toContain('.dev.vars');
     }
-    const short = await worker.fetch(new Request('http://w.test/skiplock/v1/jobs'), { DATABASE_URL: db.url, API_TOKEN: 'abc' } as never, {} as never);
+    const short = await worker.fetch(new Request('http://w.test/skiplock/v1/jobs'), { DATABASE_URL: db.url, API_TOKEN: 'abc' } as never, { waitUntil: (work: Promise<unknown>) => void kept.push(work), passThroughOnException: () => {} } as never);
     expect(((await short.json()) as { error: { message: string } }).error.message).toMatch(/API_TOKEN is too short \(3 characters/);
+    await Promise.allSettled(kept);
   });
 
   test('Next.js: the handlers answer 503 naming the Vercel settings and .env.local; skiplock() still enqueues', async () => {
+    // Vercel's waitUntil, so that the enqueue's background tick is awaited before the test ends.
+    const context = installVercelContext();
     const next = createNextHandlers({ tasks: exampleTasks, env: { DATABASE_URL: db.url }, sql: () => createPgDriver(db.url, { max: 2 }) });
     const response = await next.GET(new Request('http://n.test/api/skiplock/v1/stats'));
     const { error } = (await response.json()) as { error: { code: string; message: string } };
@@ -182,6 +190,8 @@ describe('items 8 and 11: API_TOKEN missing or short', () => {
     expect(error.message).toContain('Environment Variables');
     expect(error.message).toContain('.env.local');
     expect((await next.skiplock().enqueue({ task: 'echo', payload: { message: 'x' } })).status).toBe('QUEUED');
+    await Promise.allSettled(context.kept);
+    context.remove();
   });
 
   test('the Node runner serves 503 not_configured instead of failing', async () => {
