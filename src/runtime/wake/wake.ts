@@ -153,9 +153,8 @@ export function createWaker(deps: WakeDeps): Waker {
     let concluded = false;
     try {
       if (options.subrequestCounter) options.subrequestCounter.spent += 1;
-      const dueIn = await deps.dueInMs(dueBudgetMs === undefined ? options : { ...options, budgetMs: Math.max(dueBudgetMs, options.budgetMs ?? 0) });
+      const dueIn = await conclude(store(), state, dueBudgetMs === undefined ? options : { ...options, budgetMs: Math.max(dueBudgetMs, options.budgetMs ?? 0) });
       backlog = dueIn !== null && dueIn <= 0;
-      await store().write(concludeWakeState(dueIn, now()), state?.version ?? -1);
       concluded = true;
     } catch (error) {
       // The state keeps saying "due": the next trigger ticks again.
@@ -220,13 +219,12 @@ export function createWaker(deps: WakeDeps): Waker {
     const state = await readFrom(s);
     let dueIn: number | null;
     try {
-      dueIn = await deps.dueInMs(concludingOptions(options));
+      dueIn = await conclude(s, state, concludingOptions(options));
     } catch (error) {
-      warn('asking when work is next due after a tick failed; the platform finds it at its next check')(error);
+      warn('concluding a tick into the wake state failed; the platform finds its work at its next check')(error);
       return result;
     }
     const next = concludeWakeState(dueIn, now());
-    await s.write(next, state?.version ?? -1).catch(warn('writing the wake state failed'));
     if (next.dueAt === null) return result;
     // Planned: the instant the platform was to wake at; one that has passed is spent (its tick ran or runs).
     const planned = state?.dueAt ?? null;
@@ -236,6 +234,16 @@ export function createWaker(deps: WakeDeps): Waker {
     }
     if (deps.remote) await deps.remote(Date.now() + Math.max(0, dueIn!), false).catch(warn('waking the deployment failed'));
     return result;
+  }
+
+  /**
+   * A tick's conclusion: the database says when work is next due (one statement), and the state
+   * seen before the tick is replaced by that answer (or kept earlier, if lowered meanwhile).
+   */
+  async function conclude(s: WakeStore, seen: WakeState | null, options: TickOptions): Promise<number | null> {
+    const dueIn = await deps.dueInMs(options);
+    await s.write(concludeWakeState(dueIn, now()), seen?.version ?? -1);
+    return dueIn;
   }
 
   /** What a tick of this platform could claim: the driver's ticks, or these options widened to the deployment's longest job. */
