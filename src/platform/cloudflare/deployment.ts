@@ -260,7 +260,8 @@ function workerWakeDriver(
 ): WakeDriver {
   const budgetMs = httpTick.budgetMs ?? TICK_DEFAULTS.budgetMs;
   const marginMs = httpTick.marginMs ?? TICK_DEFAULTS.marginMs;
-  const alarmUsableMs = (alarmTick.budgetMs ?? TICK_DEFAULTS.budgetMs) - (alarmTick.marginMs ?? TICK_DEFAULTS.marginMs);
+  const alarmBudgetMs = alarmTick.budgetMs ?? TICK_DEFAULTS.budgetMs;
+  const alarmUsableMs = alarmBudgetMs - (alarmTick.marginMs ?? TICK_DEFAULTS.marginMs);
   // Tasks only the alarm can claim (their timeout fits its budget, not the HTTP one's).
   const alarmOnly = alarmMode && [...skiplock.tasks.values()].some((t) => t.timeoutMs > budgetMs - marginMs && t.timeoutMs <= alarmUsableMs);
   const limit = httpTick.subrequestLimit;
@@ -274,7 +275,7 @@ function workerWakeDriver(
     if (tickLimit !== undefined && counter.spent + (alarmMode ? 1 : 0) + 3 > tickLimit) {
       // This invocation cannot pay for a claim any more: what is due is the alarm's (told now with
       // the request kept for it; in cron mode the isolate's memory still says due now).
-      if (alarmMode && counter.spent < limit! + 1) {
+      if (alarmMode && counter.spent <= limit!) {
         counter.spent += 1;
         await store.tellNow!();
       }
@@ -288,7 +289,7 @@ function workerWakeDriver(
     await skiplock.tickIfDue({
       ...httpTick, untilIdle: true, store: runStore, force: true, subrequestCounter: counter,
       ...(tickLimit !== undefined && { subrequestLimit: tickLimit }),
-      ...(alarmMode && { dueBudgetMs: alarmUsableMs + (alarmTick.marginMs ?? TICK_DEFAULTS.marginMs) }),
+      ...(alarmMode && { dueBudgetMs: alarmBudgetMs }),
     });
     if (alarmMode) counter.spent += 1;
   }, (level, message, fields) => console.error(`[skiplock] ${message}`, fields), budgetMs + BACKSTOP_SLACK_MS);
