@@ -92,75 +92,86 @@ export function callbackDataText(data: unknown): string | null {
 /** Suspends for a wait still waiting: until its timeout (QUEUED then), or for ever (WAITING). */
 const waitOutcome = (wakeAt: unknown): Outcome => ({ kind: 'wait', runAt: wakeAt === null || wakeAt === undefined ? null : toDate(wakeAt).toISOString(), events: true });
 
-export function createEventWaits(h: WaitHelpers): EventWaits {
+/** The waits of one run: what its event waits and callbacks share. */
+interface WaitState {
   /** Callback steps this run created (not yet in the claim's read), with their seq. */
-  const created = new Map<string, number>();
+  created: Map<string, number>;
   /**
    * The event waits of this run, one after another in call order (Promise.all of several waits):
    * each statement sees what the one before it took, so parallel waits on one name take their
    * own events in the order they were called, as the send completes a job's first waiting step
    * (src/store/events.ts sendEvent). `queue` is the last wait's statement.
    */
-  let queue: Promise<unknown> = Promise.resolve();
+  queue: Promise<unknown>;
   /** The earliest timeout of the waits of this run left waiting (null: none of them has one). */
-  let earliest: Date | null | undefined;
+  earliest: Date | null | undefined;
+}
 
-  /** A wait's outcome as the handler gets it, counted toward the job's outputs first. */
-  const taken = <T>(what: string, seq: number, output: unknown, recorded: boolean): T | null => {
-    h.received(what, seq, output, recorded);
-    return (output ?? null) as T | null;
-  };
-
+export function createEventWaits(h: WaitHelpers): EventWaits {
+  const waits: WaitState = { created: new Map(), queue: Promise.resolve(), earliest: undefined };
   return {
-    async waitForEvent(id, options) {
-      const wait = checkWaitOptions(id, options);
-      const { seq, row } = h.reach(id, 'event');
-      const what = `the event wait ${JSON.stringify(id)} took`;
-      if (row?.status === 'done') return taken(what, seq, row.output, true);
-      const turn = queue.then(() =>
-        h.sql.batch([
-          eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
-          waitForEvent({ ...h.fence(), id, seq, isNew: row === undefined, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
-        ]),
-      );
-      queue = turn.catch(() => undefined);
-      const [, rows] = await turn;
-      const answer = rows?.[0] as WaitRow | undefined;
-      if (!answer || Number(answer.held) !== 1) return h.lost();
-      if (answer.status === 'done') return taken(what, seq, answer.output, false);
-      // Still waiting: the run leaves once the waits called after this one are recorded too, and
-      // wakes at the earliest of their timeouts (a wait without one leaves the job WAITING).
-      const wakeAt = answer.wake_at === null || answer.wake_at === undefined ? null : toDate(answer.wake_at);
-      if (wakeAt !== null && (earliest === undefined || earliest === null || wakeAt < earliest)) earliest = wakeAt;
-      else earliest ??= null;
-      await queue;
-      return h.leave(waitOutcome(earliest));
-    },
-
-    async createCallback(id, options = {}) {
-      const what = `ctx.createCallback(${JSON.stringify(id)})`;
-      if (typeof options !== 'object' || options === null) throw permanentTypeError(`${what}: the second argument must be { timeoutMs? }`);
-      const timeoutMs = checkTimeout(what, options.timeoutMs);
-      if (!h.callbacks) throw callbacksNotConfigured();
-      const { seq, row } = h.reach(id, 'callback');
-      if (!row) {
-        const [written] = await h.sql.query(createCallbackStep({ ...h.fence(), id, seq, timeoutMs }));
-        if (!written) return h.lost();
-      }
-      created.set(id, seq);
-      return { url: await h.callbacks.urlFor(h.jobId, id) };
-    },
-
-    async waitForCallback(id) {
-      const row = h.recorded(id);
-      if ((row === undefined || row.kind !== 'callback') && !created.has(id))
-        throw permanentTypeError(`ctx.waitForCallback(${JSON.stringify(id)}): no callback of that id: call ctx.createCallback(${JSON.stringify(id)}) first`);
-      const what = `the callback ${JSON.stringify(id)}`;
-      const seq = row?.kind === 'callback' ? row.seq : created.get(id)!;
-      if (row?.status === 'done') return taken(what, seq, row.output, true);
-      const [now] = await h.sql.query(readCallbackStep({ now: h.now(), jobId: h.jobId, id }));
-      if (now?.status === 'done') return taken(what, seq, now.output, false);
-      return h.leave(waitOutcome(now?.wake_at));
-    },
+    waitForEvent: (id, options) => waitForEventStep(h, waits, id, options),
+    createCallback: (id, options) => createCallback(h, waits, id, options),
+    waitForCallback: (id) => waitForCallback(h, waits, id),
   };
+}
+
+/** A wait's outcome as the handler gets it, counted toward the job's outputs first. */
+function taken<T>(h: WaitHelpers, what: string, seq: number, output: unknown, recorded: boolean): T | null {
+  h.received(what, seq, output, recorded);
+  return (output ?? null) as T | null;
+}
+
+/** ctx.waitForEvent. */
+async function waitForEventStep(h: WaitHelpers, waits: WaitState, id: string, options: WaitForEventOptions): Promise<{ data: unknown; eventId: string } | null> {
+  const wait = checkWaitOptions(id, options);
+  const { seq, row } = h.reach(id, 'event');
+  const what = `the event wait ${JSON.stringify(id)} took`;
+  if (row?.status === 'done') return taken(h, what, seq, row.output, true);
+  const turn = waits.queue.then(() =>
+    h.sql.batch([
+      eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
+      waitForEvent({ ...h.fence(), id, seq, isNew: row === undefined, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
+    ]),
+  );
+  waits.queue = turn.catch(() => undefined);
+  const [, rows] = await turn;
+  const answer = rows?.[0] as WaitRow | undefined;
+  if (!answer || Number(answer.held) !== 1) return h.lost();
+  if (answer.status === 'done') return taken(h, what, seq, answer.output, false);
+  // Still waiting: the run leaves once the waits called after this one are recorded too, and
+  // wakes at the earliest of their timeouts (a wait without one leaves the job WAITING).
+  const wakeAt = answer.wake_at === null || answer.wake_at === undefined ? null : toDate(answer.wake_at);
+  if (wakeAt !== null && (waits.earliest === undefined || waits.earliest === null || wakeAt < waits.earliest)) waits.earliest = wakeAt;
+  else waits.earliest ??= null;
+  await waits.queue;
+  return h.leave(waitOutcome(waits.earliest));
+}
+
+/** ctx.createCallback: the callback step recorded (once), and its signed URL. */
+async function createCallback(h: WaitHelpers, waits: WaitState, id: string, options: { timeoutMs?: number } = {}): Promise<{ url: string }> {
+  const what = `ctx.createCallback(${JSON.stringify(id)})`;
+  if (typeof options !== 'object' || options === null) throw permanentTypeError(`${what}: the second argument must be { timeoutMs? }`);
+  const timeoutMs = checkTimeout(what, options.timeoutMs);
+  if (!h.callbacks) throw callbacksNotConfigured();
+  const { seq, row } = h.reach(id, 'callback');
+  if (!row) {
+    const [written] = await h.sql.query(createCallbackStep({ ...h.fence(), id, seq, timeoutMs }));
+    if (!written) return h.lost();
+  }
+  waits.created.set(id, seq);
+  return { url: await h.callbacks.urlFor(h.jobId, id) };
+}
+
+/** ctx.waitForCallback: the data of a callback this run or an earlier one created, once POSTed. */
+async function waitForCallback(h: WaitHelpers, waits: WaitState, id: string): Promise<{ data: unknown } | null> {
+  const row = h.recorded(id);
+  if ((row === undefined || row.kind !== 'callback') && !waits.created.has(id))
+    throw permanentTypeError(`ctx.waitForCallback(${JSON.stringify(id)}): no callback of that id: call ctx.createCallback(${JSON.stringify(id)}) first`);
+  const what = `the callback ${JSON.stringify(id)}`;
+  const seq = row?.kind === 'callback' ? row.seq : waits.created.get(id)!;
+  if (row?.status === 'done') return taken(h, what, seq, row.output, true);
+  const [now] = await h.sql.query(readCallbackStep({ now: h.now(), jobId: h.jobId, id }));
+  if (now?.status === 'done') return taken(h, what, seq, now.output, false);
+  return h.leave(waitOutcome(now?.wake_at));
 }
