@@ -31,67 +31,90 @@ export interface HistoryCursor {
 }
 
 export function createHistoryCursor(stored: readonly StoredStep[]): HistoryCursor {
-  const recorded = [...stored].sort((a, b) => a.seq - b.seq);
-  const byId = new Map(recorded.map((s) => [s.id, s]));
-  const asked = new Map<string, boolean>();
-  let pos = 0;
-  let nextSeq = recorded.reduce((max, s) => Math.max(max, s.seq + 1), 0);
-
-  /** Moves past the markers at the cursor; says whether one of them was never asked about. */
-  function skipMarkers(): string | undefined {
-    let unknown: string | undefined;
-    while (recorded[pos]?.kind === 'patch') {
-      const id = recorded[pos]!.id;
-      if (!asked.has(id.slice('patched:'.length))) unknown ??= id;
-      pos += 1;
-    }
-    return unknown;
-  }
-
+  const cursor = openCursor(stored);
   return {
-    reach(id, kind) {
-      const unknown = skipMarkers();
-      const there = recorded[pos];
-      const row = byId.get(id);
-      const fail = (message: string): Reached => ({
-        ok: false,
-        transient: unknown !== undefined,
-        message: unknown === undefined ? message
-          : `${message} (after the marker ${JSON.stringify(unknown)}, which this code does not ask about: a newer version of the task wrote this history, so another attempt may run on it)`,
-      });
-      if (row && row.kind === 'patch') return fail(`non-deterministic steps: ${JSON.stringify(id)} is the marker of a ctx.patched in an earlier run and a ctx.${kind} now`);
-      if (row && row !== there)
-        return fail(`non-deterministic steps: ${JSON.stringify(id)} was step ${row.seq} of an earlier run and is step ${there ? there.seq : nextSeq} now` +
-          `${there ? ` (where ${JSON.stringify(there.id)} was recorded)` : ''}; a handler must reach its steps in the same order on every run`);
-      if (!row && there)
-        return fail(`non-deterministic steps: step ${there.seq} was ${JSON.stringify(there.id)} (${there.kind}) in an earlier run, and is ${JSON.stringify(id)} (${kind}) now; a handler must reach its steps in the same order on every run`);
-      if (row && row.kind !== kind) return fail(`non-deterministic steps: ${JSON.stringify(id)} was a ctx.${row.kind} in an earlier run and is a ctx.${kind} now`);
-      if (row) {
-        pos += 1;
-        return { ok: true, seq: row.seq, row };
-      }
-      return { ok: true, seq: nextSeq++, row: undefined };
-    },
-    patched(patchId) {
-      const known = asked.get(patchId);
-      if (known !== undefined) return { value: known };
-      const id = markerId(patchId);
-      const row = byId.get(id);
-      let answer: { value: boolean; marker?: { id: string; seq: number } };
-      if (row?.kind === 'patch') {
-        // A run that reached this point took the patched path: so does every later run.
-        if (recorded[pos] === row) pos += 1;
-        answer = { value: true };
-      } else {
-        // Fresh from here (nothing recorded past the markers at the cursor): the new path, recorded.
-        let rest = pos;
-        while (recorded[rest]?.kind === 'patch') rest += 1;
-        answer = rest >= recorded.length ? { value: true, marker: { id, seq: nextSeq++ } } : { value: false };
-      }
-      asked.set(patchId, answer.value);
-      return answer;
-    },
-    unreached: () => recorded.slice(pos).filter((s) => s.kind !== 'patch'),
-    next: () => recorded[pos],
+    reach: (id, kind) => reach(cursor, id, kind),
+    patched: (patchId) => patched(cursor, patchId),
+    unreached: () => cursor.recorded.slice(cursor.pos).filter((s) => s.kind !== 'patch'),
+    next: () => cursor.recorded[cursor.pos],
   };
+}
+
+/** Where a walk of the history stands. */
+interface Cursor {
+  /** The recorded steps and markers, in seq order. */
+  readonly recorded: readonly StoredStep[];
+  readonly byId: ReadonlyMap<string, StoredStep>;
+  /** The answers ctx.patched gave in this walk, by patch id. */
+  readonly asked: Map<string, boolean>;
+  /** The first recorded entry no call has reached. */
+  pos: number;
+  /** The seq a new step takes. */
+  nextSeq: number;
+}
+
+function openCursor(stored: readonly StoredStep[]): Cursor {
+  const recorded = [...stored].sort((a, b) => a.seq - b.seq);
+  return {
+    recorded,
+    byId: new Map(recorded.map((s) => [s.id, s])),
+    asked: new Map<string, boolean>(),
+    pos: 0,
+    nextSeq: recorded.reduce((max, s) => Math.max(max, s.seq + 1), 0),
+  };
+}
+
+/** Moves past the markers at the cursor; says whether one of them was never asked about. */
+function skipMarkers(c: Cursor): string | undefined {
+  let unknown: string | undefined;
+  while (c.recorded[c.pos]?.kind === 'patch') {
+    const id = c.recorded[c.pos]!.id;
+    if (!c.asked.has(id.slice('patched:'.length))) unknown ??= id;
+    c.pos += 1;
+  }
+  return unknown;
+}
+
+function reach(c: Cursor, id: string, kind: Exclude<StepKind, 'patch'>): Reached {
+  const unknown = skipMarkers(c);
+  const there = c.recorded[c.pos];
+  const row = c.byId.get(id);
+  const fail = (message: string): Reached => ({
+    ok: false,
+    transient: unknown !== undefined,
+    message: unknown === undefined ? message
+      : `${message} (after the marker ${JSON.stringify(unknown)}, which this code does not ask about: a newer version of the task wrote this history, so another attempt may run on it)`,
+  });
+  if (row && row.kind === 'patch') return fail(`non-deterministic steps: ${JSON.stringify(id)} is the marker of a ctx.patched in an earlier run and a ctx.${kind} now`);
+  if (row && row !== there)
+    return fail(`non-deterministic steps: ${JSON.stringify(id)} was step ${row.seq} of an earlier run and is step ${there ? there.seq : c.nextSeq} now` +
+      `${there ? ` (where ${JSON.stringify(there.id)} was recorded)` : ''}; a handler must reach its steps in the same order on every run`);
+  if (!row && there)
+    return fail(`non-deterministic steps: step ${there.seq} was ${JSON.stringify(there.id)} (${there.kind}) in an earlier run, and is ${JSON.stringify(id)} (${kind}) now; a handler must reach its steps in the same order on every run`);
+  if (row && row.kind !== kind) return fail(`non-deterministic steps: ${JSON.stringify(id)} was a ctx.${row.kind} in an earlier run and is a ctx.${kind} now`);
+  if (row) {
+    c.pos += 1;
+    return { ok: true, seq: row.seq, row };
+  }
+  return { ok: true, seq: c.nextSeq++, row: undefined };
+}
+
+function patched(c: Cursor, patchId: string): { value: boolean; marker?: { id: string; seq: number } } {
+  const known = c.asked.get(patchId);
+  if (known !== undefined) return { value: known };
+  const id = markerId(patchId);
+  const row = c.byId.get(id);
+  let answer: { value: boolean; marker?: { id: string; seq: number } };
+  if (row?.kind === 'patch') {
+    // A run that reached this point took the patched path: so does every later run.
+    if (c.recorded[c.pos] === row) c.pos += 1;
+    answer = { value: true };
+  } else {
+    // Fresh from here (nothing recorded past the markers at the cursor): the new path, recorded.
+    let rest = c.pos;
+    while (c.recorded[rest]?.kind === 'patch') rest += 1;
+    answer = rest >= c.recorded.length ? { value: true, marker: { id, seq: c.nextSeq++ } } : { value: false };
+  }
+  c.asked.set(patchId, answer.value);
+  return answer;
 }
