@@ -18,7 +18,7 @@ import { listJobSteps } from '../../store/steps.ts';
 import { mapJob, mapJobStep } from '../../store/rows.ts';
 import { statement, type Sql, type Statement } from '../../store/sql.ts';
 import { toIssues } from '../tasks/enqueue.ts';
-import { createHistoryCursor } from './history.ts';
+import { createHistoryCursor, type HistoryCursor } from './history.ts';
 import type { StoredStep } from './steps.ts';
 import type { TaskContext, TaskRegistry } from '../tasks/task.ts';
 
@@ -94,7 +94,6 @@ export function createReplayCheck(sql: Sql, registry: TaskRegistry) {
 const never = <T>(): Promise<T> => new Promise<T>(() => {});
 const isDone = (row: StoredStep | undefined | typeof HALT) => row !== HALT && row?.status === 'done';
 
-/** Replays one job; the reason its next run would fail, or undefined when it would not. */
 /**
  * Where the current code reaches a step that is not recorded (restartJob's `fromStep` named by the
  * new code, src/runtime/steps/restart.ts): replays the job until the handler calls `stepId`, and answers
@@ -117,93 +116,116 @@ interface ReplayOptions {
 /** A reach() answer: the handler called `stopAt`. */
 const HALT = Symbol('halt');
 
+/** Replays one job; the reason its next run would fail, or undefined when it would not. */
 async function replayOne(registry: TaskRegistry, job: Job, stored: readonly StoredStep[], options: ReplayOptions = {}): Promise<string | undefined> {
   const task = registry.get(job.task)!;
   const payload = task.payload.safeParse(job.payload);
   if (!payload.success) return `invalid payload for the current schema: ${payload.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`;
-  const history = createHistoryCursor(stored);
-  const controller = new AbortController();
-  const used = new Set<string>();
-  let fatal: string | undefined;
   let finish!: (reason: string | undefined) => void;
   const settled = new Promise<string | undefined>((resolve) => (finish = resolve));
-  /** New work reached: the replay passes, the handler is left where it is. */
-  const stop = <T>(): Promise<T> => {
-    controller.abort(new Error('the replay check stopped here'));
-    finish(fatal);
-    return never<T>();
-  };
-  /** What a real run would die of: remembered (the first one wins, even if the handler catches it). */
-  const die = (message: string): never => {
-    fatal ??= message;
-    throw new Error(message);
-  };
-  const reach = (id: unknown, kind: 'step' | 'sleep' | 'invoke' | 'event' | 'callback'): StoredStep | undefined | typeof HALT => {
-    if (typeof id !== 'string' || id.length === 0) return die(`ctx.${kind}: the step id must be a non-empty string`);
-    if (id === options.stopAt && fatal === undefined) {
-      options.onStop?.(history.next());
-      return HALT;
-    }
-    if (used.has(id)) return die(`duplicate step id ${JSON.stringify(id)}`);
-    used.add(id);
-    const reached = history.reach(id, kind);
-    if (!reached.ok) return die(reached.transient ? `${reached.message} (retried, then DEAD once its attempts run out)` : reached.message);
-    return reached.row;
-  };
-  const ctx: TaskContext = {
-    signal: controller.signal,
-    job,
-    attempt: job.attempts + 1,
-    idempotencyKey: `skiplock:${job.id}`,
-    heartbeat: async () => true,
-    enqueue: () => stop(),
-    progress: () => {},
-    state: job.scheduleName === null ? undefined : (job.scheduleState ?? null),
-    setState: () => {},
-    step: async <T>(id: string): Promise<Awaited<T>> => {
-      const row = reach(id, 'step');
-      return row !== HALT && row?.status === 'done' ? (row.output as Awaited<T>) : stop<Awaited<T>>();
-    },
-    sleep: async (id) => (isDone(reach(id, 'sleep')) ? undefined : stop()),
-    sleepUntil: async (id) => (isDone(reach(id, 'sleep')) ? undefined : stop()),
-    invoke: async (id, childTask, ..._payload) => {
-      const row = reach(id, 'invoke');
-      if (row === HALT) return stop();
-      if (row?.status === 'done') return row.output as never;
-      if (row?.status === 'failed')
-        throw new ChildJobError({ stepId: id, childId: row.childId ?? '?', childTask: row.childTask ?? childTask, childStatus: row.childStatus === 'DEAD' ? 'DEAD' : 'CANCELLED', childError: row.error });
-      return stop();
-    },
-    patched: (id) => history.patched(id).value,
-    // Events and callbacks (src/runtime/events/waits.ts): a recorded completed wait returns its stored value.
-    waitForEvent: async (id) => {
-      const row = reach(id, 'event');
-      return row !== HALT && row?.status === 'done' ? (row.output ?? null) as never : stop();
-    },
-    createCallback: async (id) => {
-      const row = reach(id, 'callback');
-      return row !== HALT && row !== undefined ? { url: '(a callback URL)' } : stop();
-    },
-    waitForCallback: async (id) => {
-      const row = stored.find((s) => s.id === id && s.kind === 'callback');
-      return row?.status === 'done' ? (row.output ?? null) as never : stop();
-    },
-  };
-  const timer = setTimeout(() => finish(fatal ?? `the handler reached no step and did not end within ${REPLAY_TIMEOUT_MS} ms (is it waiting on something outside steps?)`), REPLAY_TIMEOUT_MS);
+  const replay: Replay = { history: createHistoryCursor(stored), stored, controller: new AbortController(), used: new Set<string>(), options, fatal: undefined, finish };
+  const ctx = replayContext(replay, job);
+  const timer = setTimeout(() => finish(replay.fatal ?? `the handler reached no step and did not end within ${REPLAY_TIMEOUT_MS} ms (is it waiting on something outside steps?)`), REPLAY_TIMEOUT_MS);
   Promise.resolve()
     .then(() => task.handler(payload.data, ctx))
     .then(
-      () => {
-        const missed = history.unreached();
-        finish(fatal ?? (missed.length === 0 ? undefined
-          : `the handler returned without reaching the recorded step${missed.length > 1 ? 's' : ''} ${missed.map((s) => JSON.stringify(s.id)).join(', ')}: a removed step (the run would end DONE, skipping ${missed.length > 1 ? 'them' : 'it'})`));
-      },
+      () => finish(replay.fatal ?? removedSteps(replay.history)),
       // An error of the handler's own (not the determinism rule's) fails an attempt as it would have before the deploy.
-      () => finish(fatal),
+      () => finish(replay.fatal),
     );
   try {
     return await settled;
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** One job's replay: its walk of the history, and how it ends. */
+interface Replay {
+  readonly history: HistoryCursor;
+  readonly stored: readonly StoredStep[];
+  readonly controller: AbortController;
+  readonly used: Set<string>;
+  readonly options: ReplayOptions;
+  /** What a real run would die of: remembered (the first one wins, even if the handler catches it). */
+  fatal: string | undefined;
+  /** Settles the replay with its answer (the first call wins). */
+  finish(reason: string | undefined): void;
+}
+
+/** New work reached: the replay passes, the handler is left where it is. */
+function stop<T>(replay: Replay): Promise<T> {
+  replay.controller.abort(new Error('the replay check stopped here'));
+  replay.finish(replay.fatal);
+  return never<T>();
+}
+
+/** What a real run would die of, remembered, and thrown to the handler. */
+function die(replay: Replay, message: string): never {
+  replay.fatal ??= message;
+  throw new Error(message);
+}
+
+/** The determinism rule for one call: the recorded entry it reaches (undefined: new work), or HALT at `stopAt`. */
+function reach(replay: Replay, id: unknown, kind: 'step' | 'sleep' | 'invoke' | 'event' | 'callback'): StoredStep | undefined | typeof HALT {
+  if (typeof id !== 'string' || id.length === 0) return die(replay, `ctx.${kind}: the step id must be a non-empty string`);
+  if (id === replay.options.stopAt && replay.fatal === undefined) {
+    replay.options.onStop?.(replay.history.next());
+    return HALT;
+  }
+  if (replay.used.has(id)) return die(replay, `duplicate step id ${JSON.stringify(id)}`);
+  replay.used.add(id);
+  const reached = replay.history.reach(id, kind);
+  if (!reached.ok) return die(replay, reached.transient ? `${reached.message} (retried, then DEAD once its attempts run out)` : reached.message);
+  return reached.row;
+}
+
+/** The handler's ctx in a replay: a recorded step returns its stored outcome, anything new stops the replay. */
+function replayContext(replay: Replay, job: Job): TaskContext {
+  return {
+    signal: replay.controller.signal,
+    job,
+    attempt: job.attempts + 1,
+    idempotencyKey: `skiplock:${job.id}`,
+    heartbeat: async () => true,
+    enqueue: () => stop(replay),
+    progress: () => {},
+    state: job.scheduleName === null ? undefined : (job.scheduleState ?? null),
+    setState: () => {},
+    step: async <T>(id: string): Promise<Awaited<T>> => {
+      const row = reach(replay, id, 'step');
+      return row !== HALT && row?.status === 'done' ? (row.output as Awaited<T>) : stop<Awaited<T>>(replay);
+    },
+    sleep: async (id) => (isDone(reach(replay, id, 'sleep')) ? undefined : stop(replay)),
+    sleepUntil: async (id) => (isDone(reach(replay, id, 'sleep')) ? undefined : stop(replay)),
+    invoke: async (id, childTask, ..._payload) => {
+      const row = reach(replay, id, 'invoke');
+      if (row === HALT) return stop(replay);
+      if (row?.status === 'done') return row.output as never;
+      if (row?.status === 'failed')
+        throw new ChildJobError({ stepId: id, childId: row.childId ?? '?', childTask: row.childTask ?? childTask, childStatus: row.childStatus === 'DEAD' ? 'DEAD' : 'CANCELLED', childError: row.error });
+      return stop(replay);
+    },
+    patched: (id) => replay.history.patched(id).value,
+    // Events and callbacks (src/runtime/events/waits.ts): a recorded completed wait returns its stored value.
+    waitForEvent: async (id) => {
+      const row = reach(replay, id, 'event');
+      return row !== HALT && row?.status === 'done' ? (row.output ?? null) as never : stop(replay);
+    },
+    createCallback: async (id) => {
+      const row = reach(replay, id, 'callback');
+      return row !== HALT && row !== undefined ? { url: '(a callback URL)' } : stop(replay);
+    },
+    waitForCallback: async (id) => {
+      const row = replay.stored.find((s) => s.id === id && s.kind === 'callback');
+      return row?.status === 'done' ? (row.output ?? null) as never : stop(replay);
+    },
+  };
+}
+
+/** The handler returned: a removed step when it left recorded steps unreached (the run would end DONE, skipping them). */
+function removedSteps(history: HistoryCursor): string | undefined {
+  const missed = history.unreached();
+  return missed.length === 0 ? undefined
+    : `the handler returned without reaching the recorded step${missed.length > 1 ? 's' : ''} ${missed.map((s) => JSON.stringify(s.id)).join(', ')}: a removed step (the run would end DONE, skipping ${missed.length > 1 ? 'them' : 'it'})`;
 }
