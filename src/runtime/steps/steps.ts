@@ -1,8 +1,10 @@
 /**
- * Durable steps at run time: ctx.step, ctx.sleep, ctx.sleepUntil and ctx.invoke for one run of a
- * job (docs/steps.md). The job's recorded steps are read by the tick with its claim; a recorded
- * step returns its stored outcome, a new one runs and is written by one fenced statement
- * (src/store/steps.ts) before its promise resolves.
+ * Durable steps at run time: the ctx of one run of a job (docs/steps.md) — ctx.step, ctx.sleep,
+ * ctx.sleepUntil and ctx.patched here, ctx.invoke in ./invoke.ts, the event waits in
+ * src/runtime/events/waits.ts, the state they share in ./run-state.ts. The job's recorded steps
+ * are read by the tick with its claim (loadSteps); a recorded step returns its stored outcome, a
+ * new one runs and is written by one fenced statement (src/store/steps.ts) before its promise
+ * resolves.
  *
  * A run that must leave the invocation — a sleep, an invoke, a yield near the deadline — ends
  * with a suspension outcome at once; the handler's pending promise never settles (nothing after
