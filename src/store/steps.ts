@@ -319,3 +319,13 @@ export function reopenParentStepCtes(retried: string, options: { keptOnly?: bool
         WHERE p.id = n.job_id
      )`;
 }
+
+/** The jobs to replay: with recorded steps, of these tasks and states, newest first. */
+export function replayCandidates(p: { tasks: readonly string[]; ids: readonly string[] | null; statuses: readonly string[]; limit: number }): Statement {
+  return statement(
+    `SELECT j.* FROM skiplock.job j
+      WHERE j.step_count > 0 AND j.task = ANY ($1::text[]) AND j.status = ANY ($2::text[]) AND ($3::bigint[] IS NULL OR j.id = ANY ($3::bigint[]))
+      ORDER BY j.id DESC LIMIT $4`,
+    [p.tasks, p.statuses, p.ids, p.limit],
+  );
+}

@@ -14,9 +14,9 @@
 import * as z from 'zod';
 import { ChildJobError, SkiplockError } from '../../core/errors.ts';
 import { JOB_STATUSES, type Job } from '../../core/types.ts';
-import { listJobSteps } from '../../store/steps.ts';
+import { listJobSteps, replayCandidates } from '../../store/steps.ts';
 import { mapJob, mapJobStep } from '../../store/rows.ts';
-import { statement, type Sql, type Statement } from '../../store/sql.ts';
+import type { Sql } from '../../store/sql.ts';
 import { toIssues } from '../tasks/enqueue.ts';
 import { createHistoryCursor, type HistoryCursor } from './history.ts';
 import type { StoredStep } from './steps.ts';
@@ -50,16 +50,6 @@ export interface CheckReplayResult {
   /** Jobs replayed. */
   checked: number;
   failures: ReplayFailure[];
-}
-
-/** The jobs to replay: with recorded steps, of these tasks and states, newest first. */
-function replayCandidates(p: { tasks: readonly string[]; ids: readonly string[] | null; statuses: readonly string[]; limit: number }): Statement {
-  return statement(
-    `SELECT j.* FROM skiplock.job j
-      WHERE j.step_count > 0 AND j.task = ANY ($1::text[]) AND j.status = ANY ($2::text[]) AND ($3::bigint[] IS NULL OR j.id = ANY ($3::bigint[]))
-      ORDER BY j.id DESC LIMIT $4`,
-    [p.tasks, p.statuses, p.ids, p.limit],
-  );
 }
 
 export function createReplayCheck(sql: Sql, registry: TaskRegistry) {
