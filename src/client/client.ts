@@ -162,6 +162,30 @@ type Query = Record<string, string | number | undefined>;
  * `createClient<typeof tasks>({ url, token })` makes a wrong task name or payload a compile-time error.
  */
 export function createClient<Tasks extends TaskList = TaskList>(options: ClientOptions): SkiplockClient<Tasks> {
+  const api = transport(options);
+  // Methods use no `this`: `const { enqueue } = client` works.
+  return {
+    ...enqueueMethods<Tasks>(api),
+    ...jobMethods(api),
+    stats() {
+      return api.json<StatsJson>('GET', '/v1/stats');
+    },
+    ...scheduleMethods<Tasks>(api),
+    tick() {
+      return api.json<TickResultJson>('POST', '/v1/tick');
+    },
+    ...eventMethods(api),
+  };
+}
+
+/** How every method calls the API: one request with the token; a refusal thrown as a SkiplockApiError. */
+interface Transport {
+  call(method: string, path: string, init?: { body?: unknown; query?: Query }): Promise<Response>;
+  /** The answer's JSON body. */
+  json<T>(method: string, path: string, init?: { body?: unknown; query?: Query }): Promise<T>;
+}
+
+function transport(options: ClientOptions): Transport {
   const base = options.url.replace(/\/+$/, '');
   const send = options.fetch ?? ((request: Request) => fetch(request));
 
@@ -181,91 +205,108 @@ export function createClient<Tasks extends TaskList = TaskList>(options: ClientO
     return response;
   }
 
-  async function json<T>(method: string, path: string, init?: { body?: unknown; query?: Query }): Promise<T> {
-    return (await (await call(method, path, init)).json()) as T;
+  return {
+    call,
+    async json<T>(method: string, path: string, init?: { body?: unknown; query?: Query }): Promise<T> {
+      return (await (await call(method, path, init)).json()) as T;
+    },
+  };
+}
+
+/** undefined for the API's not_found (the thing is missing); any other refusal is thrown. */
+async function orUndefined<T>(answer: Promise<T>): Promise<T | undefined> {
+  try {
+    return await answer;
+  } catch (error) {
+    if (error instanceof SkiplockApiError && error.code === 'not_found') return undefined;
+    throw error;
   }
+}
 
-  /** undefined for the API's not_found (the thing is missing); any other refusal is thrown. */
-  async function orUndefined<T>(answer: Promise<T>): Promise<T | undefined> {
-    try {
-      return await answer;
-    } catch (error) {
-      if (error instanceof SkiplockApiError && error.code === 'not_found') return undefined;
-      throw error;
-    }
-  }
+const id = (value: string) => encodeURIComponent(value);
 
-  const id = (value: string) => encodeURIComponent(value);
-
+/** POST /v1/jobs and /v1/jobs/batch. */
+function enqueueMethods<Tasks extends TaskList>(api: Transport): Pick<SkiplockClient<Tasks>, 'enqueue' | 'enqueueWithResult' | 'enqueueAndWait' | 'enqueueBatch'> {
   async function enqueueWithResult(input: ClientEnqueueInput<Tasks>): Promise<EnqueueResultJson> {
-    const response = await call('POST', '/v1/jobs', { body: input });
+    const response = await api.call('POST', '/v1/jobs', { body: input });
     const { job } = (await response.json()) as { job: JobJson };
     return { job, created: response.status === 201 };
   }
 
-  // Methods use no `this`: `const { enqueue } = client` works.
   return {
     async enqueue(input) {
       return (await enqueueWithResult(input)).job;
     },
     enqueueWithResult,
     async enqueueAndWait(input, { waitSeconds }) {
-      const response = await call('POST', '/v1/jobs', { body: input, query: { wait: waitSeconds } });
+      const response = await api.call('POST', '/v1/jobs', { body: input, query: { wait: waitSeconds } });
       const { job } = (await response.json()) as { job: JobJson };
       return { job, finished: response.status === 200 };
     },
     async enqueueBatch(inputs) {
-      return (await json<{ jobs: JobJson[] }>('POST', '/v1/jobs/batch', { body: { jobs: inputs } })).jobs;
+      return (await api.json<{ jobs: JobJson[] }>('POST', '/v1/jobs/batch', { body: { jobs: inputs } })).jobs;
     },
+  };
+}
+
+/** The jobs there are: read, list, cancel, retry, restart, in bulk. */
+function jobMethods(api: Transport): Pick<SkiplockClient, 'getJob' | 'listJobs' | 'cancelJob' | 'retryJob' | 'restartJob' | 'bulk' | 'retryDead'> {
+  return {
     async getJob(jobId) {
-      return (await orUndefined(json<{ job: JobDetailJson }>('GET', `/v1/jobs/${id(jobId)}`)))?.job;
+      return (await orUndefined(api.json<{ job: JobDetailJson }>('GET', `/v1/jobs/${id(jobId)}`)))?.job;
     },
     listJobs(query = {}) {
-      return json<JobPageJson>('GET', '/v1/jobs', { query: { ...query } });
+      return api.json<JobPageJson>('GET', '/v1/jobs', { query: { ...query } });
     },
     async cancelJob(jobId) {
-      const response = await call('POST', `/v1/jobs/${id(jobId)}/cancel`);
+      const response = await api.call('POST', `/v1/jobs/${id(jobId)}/cancel`);
       const { job } = (await response.json()) as { job: JobJson };
       return { job, outcome: response.status === 202 ? 'requested' : 'cancelled' };
     },
     async retryJob(jobId) {
-      return (await json<{ job: JobJson }>('POST', `/v1/jobs/${id(jobId)}/retry`)).job;
+      return (await api.json<{ job: JobJson }>('POST', `/v1/jobs/${id(jobId)}/retry`)).job;
     },
     async restartJob(jobId, restartOptions = {}) {
-      return (await json<{ job: JobJson }>('POST', `/v1/jobs/${id(jobId)}/restart`, { body: { fromStep: restartOptions.fromStep ?? null } })).job;
+      return (await api.json<{ job: JobJson }>('POST', `/v1/jobs/${id(jobId)}/restart`, { body: { fromStep: restartOptions.fromStep ?? null } })).job;
     },
     bulk(input) {
-      return json<BulkResultJson>('POST', '/v1/jobs/bulk', { body: input });
+      return api.json<BulkResultJson>('POST', '/v1/jobs/bulk', { body: input });
     },
     async retryDead(retryOptions = {}) {
-      return (await json<{ retried: number }>('POST', '/v1/jobs/retry-dead', { body: retryOptions })).retried;
+      return (await api.json<{ retried: number }>('POST', '/v1/jobs/retry-dead', { body: retryOptions })).retried;
     },
-    stats() {
-      return json<StatsJson>('GET', '/v1/stats');
-    },
+  };
+}
+
+/** /v1/schedules: list, read, put, delete. */
+function scheduleMethods<Tasks extends TaskList>(api: Transport): Pick<SkiplockClient<Tasks>, 'listSchedules' | 'getSchedule' | 'putSchedule' | 'deleteSchedule'> {
+  return {
     listSchedules(query = {}) {
-      return json<SchedulePageJson>('GET', '/v1/schedules', { query: { ...query } });
+      return api.json<SchedulePageJson>('GET', '/v1/schedules', { query: { ...query } });
     },
     async getSchedule(name) {
-      return (await orUndefined(json<{ schedule: ScheduleJson }>('GET', `/v1/schedules/${id(name)}`)))?.schedule;
+      return (await orUndefined(api.json<{ schedule: ScheduleJson }>('GET', `/v1/schedules/${id(name)}`)))?.schedule;
     },
     async putSchedule(name, input) {
-      const response = await call('PUT', `/v1/schedules/${id(name)}`, { body: input });
+      const response = await api.call('PUT', `/v1/schedules/${id(name)}`, { body: input });
       const { schedule } = (await response.json()) as { schedule: ScheduleJson };
       return { schedule, created: response.status === 201 };
     },
     async deleteSchedule(name) {
-      return (await orUndefined(call('DELETE', `/v1/schedules/${id(name)}`))) !== undefined;
+      return (await orUndefined(api.call('DELETE', `/v1/schedules/${id(name)}`))) !== undefined;
     },
-    tick() {
-      return json<TickResultJson>('POST', '/v1/tick');
-    },
+  };
+}
+
+/** /v1/events: send, list. */
+function eventMethods(api: Transport): Pick<SkiplockClient, 'sendEvent' | 'listEvents'> {
+  return {
     async sendEvent(input) {
-      const response = await call('POST', '/v1/events', { body: input });
+      const response = await api.call('POST', '/v1/events', { body: input });
       return { ...((await response.json()) as Omit<SendEventResultJson, 'created'>), created: response.status === 201 };
     },
     listEvents(query = {}) {
-      return json<EventPageJson>('GET', '/v1/events', { query: { ...query } });
+      return api.json<EventPageJson>('GET', '/v1/events', { query: { ...query } });
     },
   };
 }

@@ -58,6 +58,24 @@ const MAX_REWOUND = 3 * 3600 + 10;
 const MAX_WALK = 6 * 3600 + 10;
 
 function cronTimeline(cron: string, tz: string, name: string): Timeline {
+  const walk = cronWalk(cron, tz, name);
+  return {
+    between: (after, until, limit) => cronBetween(walk, after, until, limit),
+    latest: (after, until) => cronLatest(walk, after, until),
+    next: (after) => walk.instantsAfter(after).next().value ?? null,
+  };
+}
+
+/** One cron expression's instants in one zone, as cron-parser walks them. */
+interface CronWalk {
+  tz: string;
+  /** cron-parser's iterator from `from`. */
+  parse(from: Date): CronExpression;
+  /** The instants after `after`, lazily, as a walk from before any nearby offset change yields them. */
+  instantsAfter(after: Date): Generator<Date>;
+}
+
+function cronWalk(cron: string, tz: string, name: string): CronWalk {
   const parse = (from: Date): CronExpression => CronExpressionParser.parse(cron, { tz, hashSeed: name, currentDate: from });
   const step = (iterator: CronExpression): Date | null => {
     try {
@@ -67,7 +85,6 @@ function cronTimeline(cron: string, tz: string, name: string): Timeline {
     }
   };
 
-  /** The instants after `after`, lazily, as a walk from before any nearby offset change yields them. */
   function* instantsAfter(after: Date): Generator<Date> {
     const iterator = parse(iterationStart(tz, after));
     let skipped = 0;
@@ -77,47 +94,45 @@ function cronTimeline(cron: string, tz: string, name: string): Timeline {
     }
   }
 
-  const between = (after: Date, until: Date, limit: number) => {
-    const instants: Date[] = [];
-    if (limit <= 0) return instants;
-    for (const instant of instantsAfter(after)) {
-      if (instant > until) break;
-      instants.push(instant);
-      if (instants.length >= limit) break;
-    }
-    return instants;
-  };
+  return { tz, parse, instantsAfter };
+}
 
-  return {
-    between,
-    latest(after, until) {
-      if (until <= after) return null;
-      let previous: Date | null;
-      try {
-        previous = parse(new Date(until.getTime() + 1)).prev().toDate();
-      } catch {
-        previous = null;
-      }
-      // Close to `until` and far from any offset change, cron-parser's prev() is the answer.
-      const quiet =
-        previous !== null &&
-        until.getTime() - previous.getTime() <= REACH_MS &&
-        offsetMs(tz, new Date(previous.getTime() - REACH_MS)) === offsetMs(tz, until);
-      if (quiet) return previous! > after ? previous : null;
-      // Otherwise walk forward from a little before prev()'s answer (or from `after`): few instants.
-      const from = previous && previous.getTime() - REACH_MS > after.getTime() ? new Date(previous.getTime() - REACH_MS) : after;
-      let latest: Date | null = null;
-      let walked = 0;
-      for (const instant of instantsAfter(from)) {
-        if (instant > until) break;
-        // Pathological (prev() failed and the window is huge): prev()'s answer is the best there is.
-        if (++walked > MAX_WALK) return previous && previous > after ? previous : latest;
-        latest = instant;
-      }
-      return latest;
-    },
-    next: (after) => instantsAfter(after).next().value ?? null,
-  };
+function cronBetween(walk: CronWalk, after: Date, until: Date, limit: number): Date[] {
+  const instants: Date[] = [];
+  if (limit <= 0) return instants;
+  for (const instant of walk.instantsAfter(after)) {
+    if (instant > until) break;
+    instants.push(instant);
+    if (instants.length >= limit) break;
+  }
+  return instants;
+}
+
+function cronLatest(walk: CronWalk, after: Date, until: Date): Date | null {
+  if (until <= after) return null;
+  let previous: Date | null;
+  try {
+    previous = walk.parse(new Date(until.getTime() + 1)).prev().toDate();
+  } catch {
+    previous = null;
+  }
+  // Close to `until` and far from any offset change, cron-parser's prev() is the answer.
+  const quiet =
+    previous !== null &&
+    until.getTime() - previous.getTime() <= REACH_MS &&
+    offsetMs(walk.tz, new Date(previous.getTime() - REACH_MS)) === offsetMs(walk.tz, until);
+  if (quiet) return previous! > after ? previous : null;
+  // Otherwise walk forward from a little before prev()'s answer (or from `after`): few instants.
+  const from = previous && previous.getTime() - REACH_MS > after.getTime() ? new Date(previous.getTime() - REACH_MS) : after;
+  let latest: Date | null = null;
+  let walked = 0;
+  for (const instant of walk.instantsAfter(from)) {
+    if (instant > until) break;
+    // Pathological (prev() failed and the window is huge): prev()'s answer is the best there is.
+    if (++walked > MAX_WALK) return previous && previous > after ? previous : latest;
+    latest = instant;
+  }
+  return latest;
 }
 
 /** Several timelines as one (daily times: one cron expression per time of day). */

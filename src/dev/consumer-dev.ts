@@ -9,16 +9,16 @@
  * so what was pasted into .dev.vars / .env.local stays valid until `--new-token` or a port flag.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { onShutdownSignal } from '../platform/node/signals.ts';
 import { appliedMigrationsText, migrate } from '../store/migrate.ts';
 import { migrations } from '../store/migrations-data.ts';
 import { statement, type Sql } from '../store/sql.ts';
-import { PROXY_TOKEN } from '../store/drivers/local-proxy-token.ts';
 import { portInUse } from './ports.ts';
 import { cronTarget, startCronDriver } from './cron-driver.ts';
+import { keptSecret, localApiToken, readKeptState, writeKeptState, writePrivate } from './kept-state.ts';
 import { inOwnProcessGroup } from './process-group.ts';
 
 export const DEV_USAGE = `usage: skiplock dev [--dir DIR] [--pg-port N] [--proxy-port N] [--new-token] [--cron URL]
@@ -54,15 +54,60 @@ export interface DevVariables {
   CRON_SECRET?: string;
 }
 
-/** What a run keeps for the next, so that the variables pasted from it stay valid: DIR/dev-state.json. */
-interface KeptState {
-  proxyToken: string;
-  pgPort: number;
-  proxyPort: number;
-}
-
 /** Runs `skiplock dev`; resolves with an exit status only when it could not start. */
 export async function runDev(argv: readonly string[]): Promise<number> {
+  const values = parseDevArgs(argv);
+  if (typeof values === 'number') return values;
+  const plan = await planDev(values);
+  if (typeof plan === 'number') return plan;
+
+  // A terminal's Ctrl-C reaches the whole foreground process group, PostgreSQL included; the
+  // stack runs in a group of its own so that it stops PostgreSQL itself, in order (process-group.ts).
+  let stop: ((reason: NodeJS.Signals) => void) | undefined;
+  if (!inOwnProcessGroup(() => stop?.('SIGTERM'))) return new Promise<number>(() => {}); // this parent exits with the child
+  // The IPC channel to the parent must not keep this process alive once it has nothing left to do
+  // (a failed start returns an exit status); 'disconnect' still arrives while the servers run.
+  process.channel?.unref();
+
+  const modules = await loadDevModules();
+  if (typeof modules === 'string') {
+    process.stderr.write(`skiplock dev needs the ${modules} package: npm install --save-dev --save-exact ${DEV_PACKAGES}\n`);
+    return 1;
+  }
+  modules.embedded.handleShutdownSignalsHere();
+
+  const cleanups: Cleanups = [];
+  const stopAll = async () => {
+    for (let next = cleanups.pop(); next; next = cleanups.pop()) await next().catch((error: unknown) => console.error('[skiplock dev] stopping:', error));
+  };
+  const startup = new AbortController();
+  const running = startStack(plan, modules, cleanups, startup.signal);
+
+  stop = onShutdownSignal(async (signal) => {
+    console.log(`\n[skiplock dev] ${signal}: stopping`);
+    startup.abort();
+    await running.catch(() => {});
+    await stopAll();
+  });
+
+  try {
+    await announceReady(plan, await running, cleanups);
+  } catch (error) {
+    if (startup.signal.aborted) return new Promise<number>(() => {}); // a signal came during startup; its handler exits
+    console.error(`[skiplock dev] failed: ${error instanceof Error ? error.message : String(error)}`);
+    await stopAll();
+    return 1;
+  }
+  return new Promise<number>(() => {}); // runs until a signal
+}
+
+/** What stops what has started, last started first. */
+type Cleanups = (() => Promise<unknown>)[];
+
+type DevFlags = Exclude<ReturnType<typeof parseDevArgs>, number>;
+
+/** The command line's flags, or the exit status after usage or an error was printed. */
+function parseDevArgs(argv: readonly string[]) {
   let values;
   try {
     ({ values } = parseArgs({
@@ -81,6 +126,24 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${DEV_USAGE}\n`);
     return 0;
   }
+  return values;
+}
+
+/** What this run starts, where: the flags read against the last run's kept state. */
+interface DevPlan {
+  stateDir: string;
+  stateFile: string;
+  pgPort: number;
+  proxyPort: number;
+  /** The last run's proxy token, unless --new-token: undefined makes a new one. */
+  proxyToken: string | undefined;
+  /** --new-token replaced a kept token (the pasted endpoints change: say so). */
+  replacesKeptToken: boolean;
+  cronUrl: string | undefined;
+}
+
+/** The plan, or an exit status after saying why there is none (a bad flag, a port in use). */
+async function planDev(values: DevFlags): Promise<DevPlan | number> {
   const stateDir = resolve(values.dir ?? '.skiplock');
   const stateFile = join(stateDir, 'dev-state.json');
   // A port flag wins; without one, the last run's port (the pasted variables name it), else the default.
@@ -101,124 +164,58 @@ export async function runDev(argv: readonly string[]): Promise<number> {
   const proxyToken = values['new-token'] || !kept.proxyToken ? undefined : kept.proxyToken;
   const cronUrl = values.cron === undefined ? undefined : httpUrl(values.cron);
   if (cronUrl === null) return 2;
-
-  // A terminal's Ctrl-C reaches the whole foreground process group, PostgreSQL included; the
-  // stack runs in a group of its own so that it stops PostgreSQL itself, in order (process-group.ts).
-  let stop: ((reason: NodeJS.Signals) => void) | undefined;
-  if (!inOwnProcessGroup(() => stop?.('SIGTERM'))) return new Promise<number>(() => {}); // this parent exits with the child
-  // The IPC channel to the parent must not keep this process alive once it has nothing left to do
-  // (a failed start returns an exit status); 'disconnect' still arrives while the servers run.
-  process.channel?.unref();
-
-  const modules = await loadDevModules();
-  if (typeof modules === 'string') {
-    process.stderr.write(`skiplock dev needs the ${modules} package: npm install --save-dev --save-exact ${DEV_PACKAGES}\n`);
-    return 1;
-  }
-  const { embedded, createPgDriver, startNeonProxy } = modules;
-  embedded.handleShutdownSignalsHere();
-
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const stopAll = async () => {
-    for (let next = cleanups.pop(); next; next = cleanups.pop()) await next().catch((error: unknown) => console.error('[skiplock dev] stopping:', error));
-  };
-  const startup = new AbortController();
-  const running = (async (): Promise<DevVariables> => {
-    await mkdir(stateDir, { recursive: true });
-    const pg = await embedded.startLocalPostgres({ dir: join(stateDir, 'postgres'), port: pgPort });
-    cleanups.push(() => pg.stop());
-    if (pg.dir !== join(stateDir, 'postgres')) console.log(`[skiplock dev] running as root under a directory the postgres user cannot enter: the data is in ${pg.dir}`);
-    startup.signal.throwIfAborted();
-    await createDatabaseIfMissing(createPgDriver, pg.url, DATABASE);
-    const databaseUrl = pg.urlFor(DATABASE);
-    const sql = createPgDriver(databaseUrl, { max: 1 });
-    try {
-      const { applied } = await migrate(sql, migrations);
-      if (applied.length > 0) console.log(`[skiplock dev] applied migrations ${appliedMigrationsText(applied, migrations.map((m) => m.id))}`);
-    } finally {
-      await sql.close();
-    }
-    startup.signal.throwIfAborted();
-    const token = proxyToken ?? randomBytes(24).toString('base64url');
-    const proxy = await startNeonProxy({ port: proxyPort, token });
-    cleanups.push(() => proxy.close());
-    await writeKeptState(stateFile, { proxyToken: token, pgPort: pg.port, proxyPort: proxy.port });
-    if (values['new-token'] && kept.proxyToken) console.log('[skiplock dev] --new-token: a new proxy token; copy NEON_FETCH_ENDPOINT and NEON_WS_PROXY again');
-    return {
-      API_TOKEN: await localApiToken(stateDir),
-      DATABASE_URL: databaseUrl,
-      NEON_FETCH_ENDPOINT: proxy.fetchEndpoint,
-      NEON_WS_PROXY: wsProxyBase(proxy.wsProxy),
-      CRON_SECRET: process.env.CRON_SECRET || (await keptSecret(join(stateDir, 'cron-secret'))),
-    };
-  })();
-
-  stop = onShutdownSignal(async (signal) => {
-    console.log(`\n[skiplock dev] ${signal}: stopping`);
-    startup.abort();
-    await running.catch(() => {});
-    await stopAll();
-  });
-
-  try {
-    const variables = await running;
-    const cron = cronUrl === undefined ? undefined : cronTarget(cronUrl, variables.CRON_SECRET ?? '');
-    const envFile = join(stateDir, 'dev.env');
-    await writePrivate(envFile, `${Object.entries(variables).map(([name, value]) => `${name}=${value}`).join('\n')}\n`);
-    printReady(variables, envFile);
-    if (cron) {
-      const driver = startCronDriver(cron, (message) => console.log(`[skiplock dev] ${message}`));
-      cleanups.push(async () => driver.stop());
-    }
-  } catch (error) {
-    if (startup.signal.aborted) return new Promise<number>(() => {}); // a signal came during startup; its handler exits
-    console.error(`[skiplock dev] failed: ${error instanceof Error ? error.message : String(error)}`);
-    await stopAll();
-    return 1;
-  }
-  return new Promise<number>(() => {}); // runs until a signal
+  return { stateDir, stateFile, pgPort, proxyPort, proxyToken, replacesKeptToken: Boolean(values['new-token'] && kept.proxyToken), cronUrl };
 }
 
-/** The project's local API token: DIR/api-token, written with a new random one the first time. */
-export async function localApiToken(stateDir: string): Promise<string> {
-  const file = join(stateDir, 'api-token');
-  const kept = (await readFile(file, 'utf8').catch(() => '')).trim();
-  if (kept.length >= 16) return kept;
-  const token = randomBytes(32).toString('base64url');
-  await writeFile(file, `${token}\n`, { mode: 0o600 });
-  return token;
-}
-
-/** The last run's proxy token and ports; whatever is missing or malformed is left out (made anew). */
-async function readKeptState(file: string): Promise<Partial<KeptState>> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(await readFile(file, 'utf8'));
-  } catch {
-    return {};
-  }
-  const state = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
-  const portOf = (value: unknown) => (Number.isInteger(value) && (value as number) > 0 && (value as number) <= 65_535 ? (value as number) : undefined);
-  return {
-    ...(typeof state.proxyToken === 'string' && PROXY_TOKEN.test(state.proxyToken) ? { proxyToken: state.proxyToken } : {}),
-    ...(portOf(state.pgPort) ? { pgPort: portOf(state.pgPort)! } : {}),
-    ...(portOf(state.proxyPort) ? { proxyPort: portOf(state.proxyPort)! } : {}),
-  };
-}
-
-async function writeKeptState(file: string, state: KeptState): Promise<void> {
-  await writePrivate(file, `${JSON.stringify(state, null, 2)}\n`);
-}
+type DevModules = Exclude<Awaited<ReturnType<typeof loadDevModules>>, string>;
 
 /**
- * Writes a file of secrets: created private (mode 0600 from its first byte, in a new file beside
- * it), then renamed over the old one, so that a crash leaves the old file or the new, never half.
+ * PostgreSQL started and migrated, the Neon proxy in front of it, the kept state written: the
+ * variables of this run. Each part started pushes its stop onto `cleanups`; `signal` (a shutdown
+ * signal during startup) stops it between parts.
  */
-async function writePrivate(file: string, text: string): Promise<void> {
-  const temporary = `${file}.${process.pid}.tmp`;
-  await rm(temporary, { force: true });
-  await writeFile(temporary, text, { mode: 0o600, flag: 'wx' });
-  await rename(temporary, file);
+async function startStack(plan: DevPlan, modules: DevModules, cleanups: Cleanups, signal: AbortSignal): Promise<DevVariables> {
+  const { embedded, createPgDriver, startNeonProxy } = modules;
+  const { stateDir } = plan;
+  await mkdir(stateDir, { recursive: true });
+  const pg = await embedded.startLocalPostgres({ dir: join(stateDir, 'postgres'), port: plan.pgPort });
+  cleanups.push(() => pg.stop());
+  if (pg.dir !== join(stateDir, 'postgres')) console.log(`[skiplock dev] running as root under a directory the postgres user cannot enter: the data is in ${pg.dir}`);
+  signal.throwIfAborted();
+  await createDatabaseIfMissing(createPgDriver, pg.url, DATABASE);
+  const databaseUrl = pg.urlFor(DATABASE);
+  const sql = createPgDriver(databaseUrl, { max: 1 });
+  try {
+    const { applied } = await migrate(sql, migrations);
+    if (applied.length > 0) console.log(`[skiplock dev] applied migrations ${appliedMigrationsText(applied, migrations.map((m) => m.id))}`);
+  } finally {
+    await sql.close();
+  }
+  signal.throwIfAborted();
+  const token = plan.proxyToken ?? randomBytes(24).toString('base64url');
+  const proxy = await startNeonProxy({ port: plan.proxyPort, token });
+  cleanups.push(() => proxy.close());
+  await writeKeptState(plan.stateFile, { proxyToken: token, pgPort: pg.port, proxyPort: proxy.port });
+  if (plan.replacesKeptToken) console.log('[skiplock dev] --new-token: a new proxy token; copy NEON_FETCH_ENDPOINT and NEON_WS_PROXY again');
+  return {
+    API_TOKEN: await localApiToken(stateDir),
+    DATABASE_URL: databaseUrl,
+    NEON_FETCH_ENDPOINT: proxy.fetchEndpoint,
+    NEON_WS_PROXY: wsProxyBase(proxy.wsProxy),
+    CRON_SECRET: process.env.CRON_SECRET || (await keptSecret(join(stateDir, 'cron-secret'))),
+  };
+}
+
+/** The stack is up: the variables written to DIR/dev.env and printed, and with --cron the cron driver started. */
+async function announceReady(plan: DevPlan, variables: DevVariables, cleanups: Cleanups): Promise<void> {
+  const cron = plan.cronUrl === undefined ? undefined : cronTarget(plan.cronUrl, variables.CRON_SECRET ?? '');
+  const envFile = join(plan.stateDir, 'dev.env');
+  await writePrivate(envFile, `${Object.entries(variables).map(([name, value]) => `${name}=${value}`).join('\n')}\n`);
+  printReady(variables, envFile);
+  if (cron) {
+    const driver = startCronDriver(cron, (message) => console.log(`[skiplock dev] ${message}`));
+    cleanups.push(async () => driver.stop());
+  }
 }
 
 /** The string form of the proxy's wsProxy (the driver appends `?address=host:port` to a string). */
@@ -233,15 +230,6 @@ function httpUrl(text: string): string | null {
   if (url && (url.protocol === 'http:' || url.protocol === 'https:')) return url.href;
   process.stderr.write(`skiplock dev: --cron must be an http(s) URL (your app's origin or its tick route), got ${JSON.stringify(text)}\n`);
   return null;
-}
-
-/** A random secret kept in `file` (mode 0600), made on first use so that it survives restarts like the data. */
-async function keptSecret(file: string): Promise<string> {
-  const kept = await readFile(file, 'utf8').then((text) => text.trim(), () => '');
-  if (kept) return kept;
-  const secret = randomBytes(24).toString('base64url');
-  await writeFile(file, `${secret}\n`, { mode: 0o600 });
-  return secret;
 }
 
 function port(text: string | undefined, fallback: number, flag: string): number | undefined {

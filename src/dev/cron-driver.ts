@@ -49,60 +49,23 @@ export function cronTarget(url: string, cronSecret: string): CronTarget {
 /** Also takes a Worker's origin as a string, as `npm start` passes it. */
 export function startCronDriver(target: CronTarget | string, options: CronDriverOptions | ((message: string) => void) = {}): CronDriver {
   const { log = console.error, intervalMs = 60_000, retryMs = 2_000, onCall } = typeof options === 'function' ? { log: options } : options;
-  const to: CronTarget = typeof target === 'string' ? { kind: 'worker', origin: target } : target;
-  const inFlight = new Set<AbortController>();
+  const driver: DriverState = {
+    to: typeof target === 'string' ? { kind: 'worker', origin: target } : target,
+    log, retryMs, onCall, inFlight: new Set(), stopped: false, workerPath: 0, reached: false, warnedDown: false,
+  };
   let timer: ReturnType<typeof setTimeout> | undefined;
   let retry: ReturnType<typeof setTimeout> | undefined;
-  let stopped = false;
-  /** Which of WORKER_PATHS this wrangler answers (the next one after a 404). */
-  let workerPath = 0;
-  let reached = false;
-  let warnedDown = false;
-
-  const request = (): { url: string; init: RequestInit } =>
-    to.kind === 'worker'
-      ? { url: `${to.origin}${WORKER_PATHS[workerPath]}`, init: {} }
-      : { url: to.url, init: { headers: { authorization: `Bearer ${to.cronSecret}` } } };
-
-  /** Resolves true when the app answered (whatever its status), false when it was not reachable. */
-  const call = async (): Promise<boolean> => {
-    const controller = new AbortController();
-    inFlight.add(controller);
-    const { url, init } = request();
-    const started = performance.now();
-    try {
-      const response = await fetch(url, { ...init, signal: controller.signal });
-      await response.text();
-      if (to.kind === 'worker' && response.status === 404 && workerPath < WORKER_PATHS.length - 1) {
-        workerPath += 1;
-        return call();
-      }
-      if (!reached) log(`[cron] calling ${url} every minute, as the platform's cron would`);
-      reached = true;
-      onCall?.({ url, status: response.status, ms: performance.now() - started });
-      if (!response.ok) log(`[cron] ${url} answered HTTP ${response.status}`);
-      return true;
-    } catch (error) {
-      if (controller.signal.aborted) return true;
-      if (reached) log(`[cron] ${url} failed: ${String(error)}`);
-      else if (!warnedDown) log(`[cron] waiting for ${new URL(url).origin} to answer (start your app); trying every ${retryMs / 1000} s`);
-      warnedDown = true;
-      return false;
-    } finally {
-      inFlight.delete(controller);
-    }
-  };
 
   // Once a minute from now on; and until the app has answered once, a try every retryMs. (A
   // call resolves when its invocation ends, so the minute's calls do not wait for it.)
   const retryUntilReached = () => {
-    void call().then((answered) => {
-      if (!stopped && !answered && !reached) retry = setTimeout(retryUntilReached, retryMs);
+    void callApp(driver).then((answered) => {
+      if (!driver.stopped && !answered && !driver.reached) retry = setTimeout(retryUntilReached, retryMs);
     });
   };
   const scheduleNext = () => {
     timer = setTimeout(() => {
-      void call();
+      void callApp(driver);
       scheduleNext();
     }, intervalMs - (Date.now() % intervalMs));
   };
@@ -111,10 +74,62 @@ export function startCronDriver(target: CronTarget | string, options: CronDriver
   scheduleNext();
   return {
     stop() {
-      stopped = true;
+      driver.stopped = true;
       clearTimeout(timer);
       clearTimeout(retry);
-      for (const controller of inFlight) controller.abort();
+      for (const controller of driver.inFlight) controller.abort();
     },
   };
+}
+
+/** A running driver's target, options and what its calls have learnt so far. */
+interface DriverState {
+  to: CronTarget;
+  log: (message: string) => void;
+  retryMs: number;
+  onCall: CronDriverOptions['onCall'];
+  /** The calls not answered yet: stop() aborts them. */
+  inFlight: Set<AbortController>;
+  stopped: boolean;
+  /** Which of WORKER_PATHS this wrangler answers (the next one after a 404). */
+  workerPath: number;
+  /** Whether the app has answered once. */
+  reached: boolean;
+  warnedDown: boolean;
+}
+
+function requestFor({ to, workerPath }: DriverState): { url: string; init: RequestInit } {
+  return to.kind === 'worker'
+    ? { url: `${to.origin}${WORKER_PATHS[workerPath]}`, init: {} }
+    : { url: to.url, init: { headers: { authorization: `Bearer ${to.cronSecret}` } } };
+}
+
+/** One call of the app's scheduled entry: resolves true when the app answered (whatever its status), false when it was not reachable. */
+async function callApp(driver: DriverState): Promise<boolean> {
+  const { log } = driver;
+  const controller = new AbortController();
+  driver.inFlight.add(controller);
+  const { url, init } = requestFor(driver);
+  const started = performance.now();
+  try {
+    const response = await fetch(url, { ...init, signal: controller.signal });
+    await response.text();
+    if (driver.to.kind === 'worker' && response.status === 404 && driver.workerPath < WORKER_PATHS.length - 1) {
+      driver.workerPath += 1;
+      return callApp(driver);
+    }
+    if (!driver.reached) log(`[cron] calling ${url} every minute, as the platform's cron would`);
+    driver.reached = true;
+    driver.onCall?.({ url, status: response.status, ms: performance.now() - started });
+    if (!response.ok) log(`[cron] ${url} answered HTTP ${response.status}`);
+    return true;
+  } catch (error) {
+    if (controller.signal.aborted) return true;
+    if (driver.reached) log(`[cron] ${url} failed: ${String(error)}`);
+    else if (!driver.warnedDown) log(`[cron] waiting for ${new URL(url).origin} to answer (start your app); trying every ${driver.retryMs / 1000} s`);
+    driver.warnedDown = true;
+    return false;
+  } finally {
+    driver.inFlight.delete(controller);
+  }
 }

@@ -19,12 +19,12 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { pgUrlOptions } from '../store/drivers/database-url.ts';
 import { PROXY_TOKEN, WRONG_PROXY_TOKEN_MESSAGE } from '../store/drivers/local-proxy-token.ts';
-import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { closeBridges, createWebSocketBridges, upgradeToBridge } from './neon-proxy-websocket.ts';
 
 export interface NeonProxyOptions {
   /** Port to listen on (0 = pick a free port). Default 0. */
@@ -84,120 +84,22 @@ const ERROR_FIELDS = ['severity', 'code', 'detail', 'hint', 'position', 'interna
   'where', 'schema', 'table', 'column', 'dataType', 'constraint', 'file', 'line', 'routine'] as const;
 const ISOLATION = new Map([['ReadUncommitted', 'READ UNCOMMITTED'], ['ReadCommitted', 'READ COMMITTED'],
   ['RepeatableRead', 'REPEATABLE READ'], ['Serializable', 'SERIALIZABLE']]);
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 const LOOPBACK_HOST_HEADER = /^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?$/i;
 const MAX_BODY = 10 * 1024 * 1024;
 
 export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<NeonProxy> {
   if (options.token !== undefined && !PROXY_TOKEN.test(options.token)) throw new Error('the proxy token must be 16+ characters of A-Z, a-z, 0-9, _ and -');
   const token = options.token ?? randomBytes(24).toString('base64url');
-  const allowedOrigins = new Set(options.allowedOrigins ?? []);
-  const pools = new Map<string, pg.Pool>();
-  let sqlRequests = 0;
-  const busy = new Set<pg.PoolClient>();
-  const tcpSockets = new Set<net.Socket>();
-  let closing = false;
+  const access: Access = { token, allowedOrigins: new Set(options.allowedOrigins ?? []) };
+  const state = { closing: false, sqlRequests: 0 };
+  const pools = createSqlPools(options.maxConnections ?? 10);
+  const sql: SqlContext = { pools, closing: () => state.closing, roundTripMs: options.roundTripMs };
+  const bridges = createWebSocketBridges();
 
-  function poolFor(connectionString: string): pg.Pool {
-    let pool = pools.get(connectionString);
-    if (!pool) {
-      pool = new pg.Pool({ ...pgUrlOptions(connectionString), max: options.maxConnections ?? 10 });
-      // A connection dropped by the server must not crash the process: the pool replaces idle
-      // clients ('error' on the pool), and a checked-out one fails its query or is discarded on release.
-      pool.on('error', () => {});
-      pool.on('connect', (client) => client.on('error', () => {}));
-      pools.set(connectionString, pool);
-    }
-    return pool;
-  }
-
-  async function runQuery(client: pg.PoolClient, q: SqlQuery, arrayMode: boolean): Promise<SqlResult> {
-    // `queryMode: 'extended'` (not in @types/pg) forces one statement per query, as on Neon, and
-    // keeps the result a single QueryResult even without params.
-    const config: pg.QueryConfig & { queryMode: 'extended'; rowMode?: 'array' } = {
-      text: q.query, values: q.params, types: RAW_TEXT, queryMode: 'extended',
-      ...(arrayMode ? { rowMode: 'array' as const } : {}),
-    };
-    const r = await client.query(config);
-    const fields = r.fields.map(({ name, tableID, columnID, dataTypeID, dataTypeSize, dataTypeModifier, format }) =>
-      ({ name, tableID, columnID, dataTypeID, dataTypeSize, dataTypeModifier, format }));
-    return { command: r.command, rowCount: r.rowCount, fields, rows: r.rows, rowAsArray: arrayMode };
-  }
-
-  async function handleSql(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method !== 'POST') throw new RequestError(405, 'Use POST /sql');
-    if (closing) throw new RequestError(503, 'neon-proxy is shutting down');
-    const connectionString = req.headers['neon-connection-string'];
-    if (typeof connectionString !== 'string') throw new RequestError(400, 'Missing Neon-Connection-String header');
-    const arrayMode = req.headers['neon-array-mode'] === 'true';
-    const body = parseBody(await readBody(req));
-    if (options.roundTripMs) await new Promise((resolve) => setTimeout(resolve, options.roundTripMs));
-    const begin = Array.isArray(body) ? beginStatement(req) : 'BEGIN';
-
-    let client: pg.PoolClient;
-    try {
-      client = await poolFor(connectionString).connect();
-    } catch (err) {
-      throw new RequestError(503, `Could not connect to Postgres: ${describe(err)}`);
-    }
-    busy.add(client);
-    let broken: Error | undefined;
-    try {
-      if (!Array.isArray(body)) {
-        const result = await runQuery(client, body, arrayMode);
-        // A lone BEGIN would leave this pooled connection mid-transaction: don't reuse it.
-        if (result.command === 'BEGIN') broken = new Error('stray BEGIN');
-        return send(res, 200, result);
-      }
-      await client.query(begin);
-      try {
-        const results: SqlResult[] = [];
-        for (const q of body) results.push(await runQuery(client, q, arrayMode));
-        await client.query('COMMIT');
-        send(res, 200, { results });
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => { broken = new Error('ROLLBACK failed'); });
-        throw err;
-      }
-    } catch (err) {
-      if (err instanceof pg.DatabaseError) return send(res, 400, errorBody(err));
-      broken = err instanceof Error ? err : new Error(String(err)); // connection lost mid-query
-      send(res, 500, { message: `Postgres connection error: ${describe(err)}` });
-    } finally {
-      busy.delete(client);
-      client.release(broken);
-    }
-  }
-
-  // WebSocket → TCP: each WebSocket gets its own socket to Postgres; binary frames pass unchanged.
-  function bridge(ws: WebSocket, host: string, port: number): void {
-    const tcp = net.connect({ host, port });
-    tcpSockets.add(tcp);
-    tcp.setNoDelay(true);
-    ws.on('message', (data: RawData) => { tcp.write(toBuffer(data)); }); // queued until connected
-    tcp.on('data', (chunk: Buffer) => { if (ws.readyState === WebSocket.OPEN) ws.send(chunk); });
-    tcp.on('error', () => {}); // 'close' follows and closes the WebSocket
-    tcp.on('close', () => { tcpSockets.delete(tcp); ws.close(); });
-    ws.on('error', () => tcp.destroy());
-    ws.on('close', () => tcp.destroy());
-  }
-
-  /** The route under the token, or a refusal: a foreign Host or Origin, a missing or wrong token. */
-  function authorize(req: IncomingMessage): { route: string } | { status: 403; message: string } {
-    if (!LOOPBACK_HOST_HEADER.test(req.headers.host ?? '')) return { status: 403, message: 'Host must be 127.0.0.1, localhost or [::1]' };
-    const origin = req.headers.origin;
-    if (origin !== undefined && !allowedOrigins.has(origin)) return { status: 403, message: `Origin ${origin} is not allowed` };
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    const [, first = '', ...rest] = path.split('/');
-    if (!sameSecret(first, token)) return { status: 403, message: WRONG_PROXY_TOKEN_MESSAGE };
-    return { route: `/${rest.join('/')}` };
-  }
-
-  const wss = new WebSocketServer({ noServer: true });
   const server = http.createServer((req, res) => {
-    const access = authorize(req);
-    const handled = 'status' in access ? Promise.reject(new RequestError(access.status, access.message))
-      : access.route === '/sql' ? ((sqlRequests += 1), handleSql(req, res)) : Promise.reject(new RequestError(404, `No route for ${access.route}`));
+    const allowed = authorize(req, access);
+    const handled = 'status' in allowed ? Promise.reject(new RequestError(allowed.status, allowed.message))
+      : allowed.route === '/sql' ? ((state.sqlRequests += 1), handleSql(req, res, sql)) : Promise.reject(new RequestError(404, `No route for ${allowed.route}`));
     handled.catch((err: unknown) => {
       if (res.headersSent) return res.destroy();
       if (err instanceof RequestError) return send(res, err.status, { message: err.message });
@@ -206,47 +108,155 @@ export async function startNeonProxy(options: NeonProxyOptions = {}): Promise<Ne
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => {});
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const access = authorize(req);
-    const target = parseAddress(url.searchParams.get('address'));
-    const refusal = closing ? '503 Service Unavailable' : 'status' in access ? '403 Forbidden'
-      : access.route !== '/v2' ? '404 Not Found'
-      : !target ? '400 Bad Request' : !LOOPBACK.has(target.host) ? '403 Forbidden' : undefined;
-    if (refusal || !target) {
-      socket.end(`HTTP/1.1 ${refusal ?? '400 Bad Request'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-      return;
-    }
-    wss.handleUpgrade(req, socket, head, (ws) => bridge(ws, target.host, target.port));
+    const allowed = authorize(req, access);
+    const refusal = state.closing ? '503 Service Unavailable' : 'status' in allowed ? '403 Forbidden' : allowed.route !== '/v2' ? '404 Not Found' : undefined;
+    upgradeToBridge(bridges, req, socket, head, refusal);
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
   const host = options.host ?? '127.0.0.1';
+  const port = await listen(server, options.port ?? 0, host);
   const hostForUrl = host.includes(':') ? `[${host}]` : host;
-
   return {
     port,
     fetchEndpoint: `http://${hostForUrl}:${port}/${token}/sql`,
-    sqlRequests: () => sqlRequests,
+    sqlRequests: () => state.sqlRequests,
     wsProxy: (pgHost, pgPort) => `${hostForUrl}:${port}/${token}/v2?address=${pgHost}:${pgPort}`,
     async close() {
-      closing = true;
-      for (const ws of wss.clients) ws.terminate();
-      for (const tcp of tcpSockets) tcp.destroy();
-      // pool.end() waits for checked-out clients; ending them makes in-flight queries fail fast.
-      for (const client of busy) (client as pg.PoolClient & pg.Client).end().catch(() => {});
-      await Promise.all([...pools.values()].map((pool) => pool.end().catch(() => {})));
-      pools.clear();
-      wss.close();
+      state.closing = true;
+      closeBridges(bridges);
+      await pools.close();
+      bridges.wss.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections(); // keep-alive fetch connections would otherwise hold close()
       });
     },
   };
+}
+
+/** Who may use the proxy: requests under the secret path segment, from a loopback Host and an allowed Origin (or none). */
+interface Access {
+  token: string;
+  allowedOrigins: ReadonlySet<string>;
+}
+
+/** The route under the token, or a refusal: a foreign Host or Origin, a missing or wrong token. */
+function authorize(req: IncomingMessage, { token, allowedOrigins }: Access): { route: string } | { status: 403; message: string } {
+  if (!LOOPBACK_HOST_HEADER.test(req.headers.host ?? '')) return { status: 403, message: 'Host must be 127.0.0.1, localhost or [::1]' };
+  const origin = req.headers.origin;
+  if (origin !== undefined && !allowedOrigins.has(origin)) return { status: 403, message: `Origin ${origin} is not allowed` };
+  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  const [, first = '', ...rest] = path.split('/');
+  if (!sameSecret(first, token)) return { status: 403, message: WRONG_PROXY_TOKEN_MESSAGE };
+  return { route: `/${rest.join('/')}` };
+}
+
+async function listen(server: http.Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+/** The pg pools of HTTP /sql, one per connection string, and the connections checked out of them. */
+interface SqlPools {
+  poolFor(connectionString: string): pg.Pool;
+  /** Connections running a request's statements now. */
+  busy: Set<pg.PoolClient>;
+  close(): Promise<void>;
+}
+
+function createSqlPools(maxConnections: number): SqlPools {
+  const pools = new Map<string, pg.Pool>();
+  const busy = new Set<pg.PoolClient>();
+  return {
+    busy,
+    poolFor(connectionString) {
+      let pool = pools.get(connectionString);
+      if (!pool) {
+        pool = new pg.Pool({ ...pgUrlOptions(connectionString), max: maxConnections });
+        // A connection dropped by the server must not crash the process: the pool replaces idle
+        // clients ('error' on the pool), and a checked-out one fails its query or is discarded on release.
+        pool.on('error', () => {});
+        pool.on('connect', (client) => client.on('error', () => {}));
+        pools.set(connectionString, pool);
+      }
+      return pool;
+    },
+    async close() {
+      // pool.end() waits for checked-out clients; ending them makes in-flight queries fail fast.
+      for (const client of busy) (client as pg.PoolClient & pg.Client).end().catch(() => {});
+      await Promise.all([...pools.values()].map((pool) => pool.end().catch(() => {})));
+      pools.clear();
+    },
+  };
+}
+
+/** What an HTTP /sql request is served with. */
+interface SqlContext {
+  pools: SqlPools;
+  closing: () => boolean;
+  roundTripMs: number | undefined;
+}
+
+/** POST /sql: one statement, or a batch (`{queries}`) in one transaction, on a pooled connection. */
+async function handleSql(req: IncomingMessage, res: ServerResponse, { pools, closing, roundTripMs }: SqlContext): Promise<void> {
+  if (req.method !== 'POST') throw new RequestError(405, 'Use POST /sql');
+  if (closing()) throw new RequestError(503, 'neon-proxy is shutting down');
+  const connectionString = req.headers['neon-connection-string'];
+  if (typeof connectionString !== 'string') throw new RequestError(400, 'Missing Neon-Connection-String header');
+  const arrayMode = req.headers['neon-array-mode'] === 'true';
+  const body = parseBody(await readBody(req));
+  if (roundTripMs) await new Promise((resolve) => setTimeout(resolve, roundTripMs));
+  const begin = Array.isArray(body) ? beginStatement(req) : 'BEGIN';
+
+  let client: pg.PoolClient;
+  try {
+    client = await pools.poolFor(connectionString).connect();
+  } catch (err) {
+    throw new RequestError(503, `Could not connect to Postgres: ${describe(err)}`);
+  }
+  pools.busy.add(client);
+  let broken: Error | undefined;
+  try {
+    if (!Array.isArray(body)) {
+      const result = await runQuery(client, body, arrayMode);
+      // A lone BEGIN would leave this pooled connection mid-transaction: don't reuse it.
+      if (result.command === 'BEGIN') broken = new Error('stray BEGIN');
+      return send(res, 200, result);
+    }
+    await client.query(begin);
+    try {
+      const results: SqlResult[] = [];
+      for (const q of body) results.push(await runQuery(client, q, arrayMode));
+      await client.query('COMMIT');
+      send(res, 200, { results });
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => { broken = new Error('ROLLBACK failed'); });
+      throw err;
+    }
+  } catch (err) {
+    if (err instanceof pg.DatabaseError) return send(res, 400, errorBody(err));
+    broken = err instanceof Error ? err : new Error(String(err)); // connection lost mid-query
+    send(res, 500, { message: `Postgres connection error: ${describe(err)}` });
+  } finally {
+    pools.busy.delete(client);
+    client.release(broken);
+  }
+}
+
+async function runQuery(client: pg.PoolClient, q: SqlQuery, arrayMode: boolean): Promise<SqlResult> {
+  // `queryMode: 'extended'` (not in @types/pg) forces one statement per query, as on Neon, and
+  // keeps the result a single QueryResult even without params.
+  const config: pg.QueryConfig & { queryMode: 'extended'; rowMode?: 'array' } = {
+    text: q.query, values: q.params, types: RAW_TEXT, queryMode: 'extended',
+    ...(arrayMode ? { rowMode: 'array' as const } : {}),
+  };
+  const r = await client.query(config);
+  const fields = r.fields.map(({ name, tableID, columnID, dataTypeID, dataTypeSize, dataTypeModifier, format }) =>
+    ({ name, tableID, columnID, dataTypeID, dataTypeSize, dataTypeModifier, format }));
+  return { command: r.command, rowCount: r.rowCount, fields, rows: r.rows, rowAsArray: arrayMode };
 }
 
 function parseBody(text: string): SqlQuery | SqlQuery[] {
@@ -301,15 +311,6 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-/** "host:port", where host may be an IPv6 literal, bracketed or not ("::1:5432", "[::1]:5432"). */
-function parseAddress(address: string | null): { host: string; port: number } | undefined {
-  const i = address?.lastIndexOf(':') ?? -1;
-  if (!address || i <= 0) return undefined;
-  const port = Number(address.slice(i + 1));
-  if (!Number.isInteger(port) || port <= 0 || port > 65535) return undefined;
-  return { host: address.slice(0, i).replace(/^\[(.*)\]$/, '$1'), port };
-}
-
 function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
@@ -318,11 +319,6 @@ function sameSecret(given: string, expected: string): boolean {
 
 function send(res: ServerResponse, status: number, body: object): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-}
-
-function toBuffer(data: RawData): Buffer {
-  if (Array.isArray(data)) return Buffer.concat(data);
-  return data instanceof ArrayBuffer ? Buffer.from(data) : data;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -30,6 +30,9 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { cancelPush, createPushes, schedulePush, stopPushes, type Pushes, type QueueMessage } from './queue-service-push.ts';
+
+export type { QueueMessage } from './queue-service-push.ts';
 
 export interface QueueServiceOptions {
   /** Where each topic's messages are pushed: a URL per topic, or one function. */
@@ -48,21 +51,6 @@ export interface QueueServiceOptions {
   log?: (message: string) => void;
 }
 
-export interface QueueMessage {
-  id: string;
-  topic: string;
-  payload: Buffer;
-  contentType: string;
-  idempotencyKey: string | undefined;
-  delaySeconds: number;
-  createdAt: number;
-  visibleAt: number;
-  expiresAt: number;
-  deliveries: number;
-  receiptHandle: string | undefined;
-  acknowledged: boolean;
-}
-
 export interface QueueService {
   /** The base URL to give the SDK (`resolveBaseUrl: () => new URL(url)`, or SKIPLOCK_QUEUE_URL). */
   url: string;
@@ -77,134 +65,20 @@ export interface QueueService {
 const MAX_RETENTION_SECONDS = 86_400;
 
 export async function startQueueService(options: QueueServiceOptions): Promise<QueueService> {
-  const token = options.token ?? randomUUID();
-  const visibilityMs = (options.visibilityTimeoutSeconds ?? 60) * 1000;
-  const group = options.consumerGroup ?? 'skiplock';
-  const log = options.log ?? (() => {});
-  const consumerOf = typeof options.consumers === 'function' ? options.consumers : (topic: string) => (options.consumers as Record<string, string>)[topic];
-  const messages: QueueMessage[] = [];
-  const byKey = new Map<string, QueueMessage>();
-  const byReceipt = new Map<string, QueueMessage>();
-  const timers = new Map<string, NodeJS.Timeout>();
+  const consumers = options.consumers;
   const stats = { sends: 0, duplicates: 0, pushes: 0, acks: 0 };
-  let closed = false;
-
-  const schedule = (message: QueueMessage, atMs: number) => {
-    clearTimeout(timers.get(message.id));
-    if (closed || message.acknowledged || atMs >= message.expiresAt) return void timers.delete(message.id);
-    timers.set(message.id, setTimeout(() => void push(message), Math.max(0, atMs - Date.now())));
-  };
-
-  async function push(message: QueueMessage): Promise<void> {
-    if (closed || message.acknowledged) return;
-    const consumer = consumerOf(message.topic);
-    message.deliveries += 1;
-    const receipt = randomUUID();
-    if (message.receiptHandle) byReceipt.delete(message.receiptHandle);
-    message.receiptHandle = receipt;
-    byReceipt.set(receipt, message);
-    const deadline = Date.now() + visibilityMs;
-    // Pushed again at the deadline unless acknowledged (or its lease is extended) before.
-    schedule(message, deadline);
-    if (!consumer) return log(`no consumer for topic ${message.topic}: message ${message.id} waits`);
-    stats.pushes += 1;
-    try {
-      const response = await fetch(consumer, {
-        method: 'POST',
-        headers: {
-          'content-type': message.contentType,
-          'ce-specversion': '1.0',
-          'ce-type': 'com.vercel.queue.v2beta',
-          'ce-source': `/topic/${message.topic}/consumer/${group}`,
-          'ce-id': message.id,
-          'ce-vqsqueuename': message.topic,
-          'ce-vqsconsumergroup': group,
-          'ce-vqsmessageid': message.id,
-          'ce-vqsreceipthandle': receipt,
-          'ce-vqsdeliverycount': String(message.deliveries),
-          'ce-vqscreatedat': new Date(message.createdAt).toISOString(),
-          'ce-vqsexpiresat': new Date(message.expiresAt).toISOString(),
-          'ce-vqsvisibilitydeadline': new Date(deadline).toISOString(),
-        },
-        body: new Uint8Array(message.payload),
-      });
-      await response.text();
-      if (!response.ok) log(`push of message ${message.id} answered ${response.status}: pushed again at its visibility deadline`);
-    } catch (error) {
-      log(`push of message ${message.id} failed (${String(error)}): pushed again at its visibility deadline`);
-    }
-  }
-
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => reply(res, 500, { error: String(error) }));
+  const pushes = createPushes({
+    consumerOf: typeof consumers === 'function' ? consumers : (topic: string) => consumers[topic],
+    consumerGroup: options.consumerGroup ?? 'skiplock',
+    visibilityMs: (options.visibilityTimeoutSeconds ?? 60) * 1000,
+    log: options.log ?? (() => {}),
+    byReceipt: new Map(),
+    stats,
   });
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://stand-in');
-    const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
-    if (parts[0] !== 'api' || parts[1] !== 'v3' || parts[2] !== 'topic' || !parts[3]) return reply(res, 404, { error: 'not found' });
-    if (req.headers.authorization !== `Bearer ${token}`) return reply(res, 401, { error: 'Missing or invalid authentication token' });
-    const topic = parts[3];
-    const body = await readBody(req);
-    if (parts.length === 4 && req.method === 'POST') return send(topic, body, req, res);
-    if (parts.length === 8 && parts[4] === 'consumer' && parts[6] === 'lease') {
-      const message = byReceipt.get(parts[7]!);
-      if (!message || message.topic !== topic || message.acknowledged) return reply(res, 404, { error: 'receipt handle not found' });
-      if (req.method === 'DELETE') {
-        message.acknowledged = true;
-        stats.acks += 1;
-        clearTimeout(timers.get(message.id));
-        timers.delete(message.id);
-        return reply(res, 204);
-      }
-      if (req.method === 'PATCH') {
-        const seconds = Number((JSON.parse(body.toString('utf8') || '{}') as { visibilityTimeoutSeconds?: unknown }).visibilityTimeoutSeconds);
-        if (!Number.isInteger(seconds) || seconds < 0 || seconds > 3_600) return reply(res, 400, { error: 'visibilityTimeoutSeconds must be an integer from 0 to 3600' });
-        schedule(message, Date.now() + seconds * 1000);
-        return reply(res, 200, {});
-      }
-    }
-    return reply(res, 501, { error: `the local Queue Service stand-in does not implement ${req.method} ${url.pathname}` });
-  }
-
-  function send(topic: string, body: Buffer, req: IncomingMessage, res: ServerResponse): void {
-    if (!/^[A-Za-z0-9_-]+$/.test(topic)) return reply(res, 400, { error: 'topic must match [A-Za-z0-9_-]+' });
-    const header = (name: string) => {
-      const value = req.headers[name];
-      return Array.isArray(value) ? value[0] : value;
-    };
-    const retention = header('vqs-retention-seconds') === undefined ? MAX_RETENTION_SECONDS : Number(header('vqs-retention-seconds'));
-    if (!Number.isInteger(retention) || retention < 60 || retention > MAX_RETENTION_SECONDS) return reply(res, 400, { error: 'Vqs-Retention-Seconds must be an integer from 60 to 86400' });
-    const delay = header('vqs-delay-seconds') === undefined ? 0 : Number(header('vqs-delay-seconds'));
-    if (!Number.isInteger(delay) || delay < 0 || delay > retention) return reply(res, 400, { error: 'Vqs-Delay-Seconds must be an integer from 0 to the retention' });
-    const key = header('vqs-idempotency-key');
-    if (key !== undefined && (key.length === 0 || key.length > 256)) return reply(res, 400, { error: 'Vqs-Idempotency-Key must be 1 to 256 characters' });
-    stats.sends += 1;
-    const now = Date.now();
-    const seen = key === undefined ? undefined : byKey.get(`${topic}\n${key}`);
-    if (seen && seen.expiresAt > now) {
-      stats.duplicates += 1;
-      return reply(res, 201, { messageId: seen.id });
-    }
-    const message: QueueMessage = {
-      id: `msg_${randomUUID().replaceAll('-', '')}`,
-      topic,
-      payload: body,
-      contentType: header('content-type') ?? 'application/octet-stream',
-      idempotencyKey: key,
-      delaySeconds: delay,
-      createdAt: now,
-      visibleAt: now + delay * 1000,
-      expiresAt: now + retention * 1000,
-      deliveries: 0,
-      receiptHandle: undefined,
-      acknowledged: false,
-    };
-    messages.push(message);
-    if (key !== undefined) byKey.set(`${topic}\n${key}`, message);
-    schedule(message, message.visibleAt);
-    return reply(res, 201, { messageId: message.id });
-  }
+  const service: ServiceState = { token: options.token ?? randomUUID(), messages: [], byKey: new Map(), stats, pushes };
+  const server = http.createServer((req, res) => {
+    handle(service, req, res).catch((error: unknown) => reply(res, 500, { error: String(error) }));
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -214,17 +88,99 @@ export async function startQueueService(options: QueueServiceOptions): Promise<Q
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: `http://${host}:${address.port}`,
-    token,
-    messages: () => [...messages],
-    stats: () => ({ ...stats }),
+    token: service.token,
+    messages: () => [...service.messages],
+    stats: () => ({ ...service.stats }),
     async close() {
-      closed = true;
-      for (const timer of timers.values()) clearTimeout(timer);
-      timers.clear();
+      stopPushes(service.pushes);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A running service's books: the messages accepted, by idempotency key too, the counts, the pushes. */
+interface ServiceState {
+  token: string;
+  messages: QueueMessage[];
+  byKey: Map<string, QueueMessage>;
+  stats: { sends: number; duplicates: number; pushes: number; acks: number };
+  pushes: Pushes;
+}
+
+/** Routes a request of the SDK: a send, or an acknowledgement or lease extension of a pushed message. */
+async function handle(service: ServiceState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://stand-in');
+  const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] !== 'api' || parts[1] !== 'v3' || parts[2] !== 'topic' || !parts[3]) return reply(res, 404, { error: 'not found' });
+  if (req.headers.authorization !== `Bearer ${service.token}`) return reply(res, 401, { error: 'Missing or invalid authentication token' });
+  const topic = parts[3];
+  const body = await readBody(req);
+  if (parts.length === 4 && req.method === 'POST') return send(service, topic, body, req, res);
+  if (parts.length === 8 && parts[4] === 'consumer' && parts[6] === 'lease') {
+    const message = service.pushes.byReceipt.get(parts[7]!);
+    if (!message || message.topic !== topic || message.acknowledged) return reply(res, 404, { error: 'receipt handle not found' });
+    if (req.method === 'DELETE') return acknowledge(service, message, res);
+    if (req.method === 'PATCH') return extendLease(service, message, body, res);
+  }
+  return reply(res, 501, { error: `the local Queue Service stand-in does not implement ${req.method} ${url.pathname}` });
+}
+
+/** A send: a new message, pushed at its delay's end; or, for an idempotency key seen within retention, the first message's id. */
+function send(service: ServiceState, topic: string, body: Buffer, req: IncomingMessage, res: ServerResponse): void {
+  if (!/^[A-Za-z0-9_-]+$/.test(topic)) return reply(res, 400, { error: 'topic must match [A-Za-z0-9_-]+' });
+  const header = (name: string) => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  const retention = header('vqs-retention-seconds') === undefined ? MAX_RETENTION_SECONDS : Number(header('vqs-retention-seconds'));
+  if (!Number.isInteger(retention) || retention < 60 || retention > MAX_RETENTION_SECONDS) return reply(res, 400, { error: 'Vqs-Retention-Seconds must be an integer from 60 to 86400' });
+  const delay = header('vqs-delay-seconds') === undefined ? 0 : Number(header('vqs-delay-seconds'));
+  if (!Number.isInteger(delay) || delay < 0 || delay > retention) return reply(res, 400, { error: 'Vqs-Delay-Seconds must be an integer from 0 to the retention' });
+  const key = header('vqs-idempotency-key');
+  if (key !== undefined && (key.length === 0 || key.length > 256)) return reply(res, 400, { error: 'Vqs-Idempotency-Key must be 1 to 256 characters' });
+  const { stats, byKey } = service;
+  stats.sends += 1;
+  const now = Date.now();
+  const seen = key === undefined ? undefined : byKey.get(`${topic}\n${key}`);
+  if (seen && seen.expiresAt > now) {
+    stats.duplicates += 1;
+    return reply(res, 201, { messageId: seen.id });
+  }
+  const message: QueueMessage = {
+    id: `msg_${randomUUID().replaceAll('-', '')}`,
+    topic,
+    payload: body,
+    contentType: header('content-type') ?? 'application/octet-stream',
+    idempotencyKey: key,
+    delaySeconds: delay,
+    createdAt: now,
+    visibleAt: now + delay * 1000,
+    expiresAt: now + retention * 1000,
+    deliveries: 0,
+    receiptHandle: undefined,
+    acknowledged: false,
+  };
+  service.messages.push(message);
+  if (key !== undefined) byKey.set(`${topic}\n${key}`, message);
+  schedulePush(service.pushes, message, message.visibleAt);
+  return reply(res, 201, { messageId: message.id });
+}
+
+/** DELETE on the lease: the message is done, never pushed again. */
+function acknowledge(service: ServiceState, message: QueueMessage, res: ServerResponse): void {
+  message.acknowledged = true;
+  service.stats.acks += 1;
+  cancelPush(service.pushes, message);
+  return reply(res, 204);
+}
+
+/** PATCH on the lease, `{ visibilityTimeoutSeconds }`: the next push moves to that many seconds from now. */
+function extendLease(service: ServiceState, message: QueueMessage, body: Buffer, res: ServerResponse): void {
+  const seconds = Number((JSON.parse(body.toString('utf8') || '{}') as { visibilityTimeoutSeconds?: unknown }).visibilityTimeoutSeconds);
+  if (!Number.isInteger(seconds) || seconds < 0 || seconds > 3_600) return reply(res, 400, { error: 'visibilityTimeoutSeconds must be an integer from 0 to 3600' });
+  schedulePush(service.pushes, message, Date.now() + seconds * 1000);
+  return reply(res, 200, {});
 }
 
 function reply(res: ServerResponse, status: number, body?: unknown): void {

@@ -121,15 +121,37 @@ export function createApp(options: AppOptions): App {
     ],
     options.platform,
   );
+  // When each request arrived: the budgets of the ticks it starts count from there (the platform's limit does).
+  const arrivals = new WeakMap<Request, number>();
+  const deps = routeDeps(options, arrivals);
+
+  const app: App = new OpenAPIHono({
+    // Every zod failure of a route's params, query, headers or body: 400 invalid_request with its issues.
+    defaultHook: (result) => {
+      if (!result.success) throw new SkiplockError('invalid_request', `invalid ${TARGET_NAMES[result.target] ?? result.target}`, toIssues(result.error));
+    },
+  });
+  app.onError(onError);
+  // A known path with another method: 405 with Allow; an unknown path: 404.
+  app.notFound(notFoundOrNotAllowed(() => app.routes));
+  app.use('*', async (c, next) => {
+    arrivals.set(c.req.raw, performance.now());
+    await next();
+  });
+  guardRequests(app, deps, options.maxBodyBytes ?? APP_DEFAULTS.maxBodyBytes);
+  registerRoutes(app, deps);
+  return app;
+}
+
+/** What every route is given: the queue, the tokens, the tick options, the request's arrival, and startWork. */
+function routeDeps(options: AppOptions, arrivals: WeakMap<Request, number>): RouteDeps {
   const { skiplock } = options;
   const tick = options.tick ?? {};
   const runInBackground = options.runInBackground;
-  // When each request arrived: the budgets of the ticks it starts count from there (the platform's limit does).
-  const arrivals = new WeakMap<Request, number>();
   const arrivedAt = (c: Context) => arrivals.get(c.req.raw) ?? performance.now();
   const clientAddress = options.clientAddress;
   const tokenGuard = options.tokenGuard ?? createTokenGuard(clientAddress ? (request) => clientAddress(request) : platformSource(options.platform));
-  const deps: RouteDeps = {
+  return {
     skiplock,
     tokenGuard,
     apiToken: options.apiToken,
@@ -147,21 +169,11 @@ export function createApp(options: AppOptions): App {
       runInBackground(work, c);
     },
   };
+}
 
-  const app: App = new OpenAPIHono({
-    // Every zod failure of a route's params, query, headers or body: 400 invalid_request with its issues.
-    defaultHook: (result) => {
-      if (!result.success) throw new SkiplockError('invalid_request', `invalid ${TARGET_NAMES[result.target] ?? result.target}`, toIssues(result.error));
-    },
-  });
-  app.onError(onError);
-  // A known path with another method: 405 with Allow; an unknown path: 404.
-  app.notFound(notFoundOrNotAllowed(() => app.routes));
-  app.use('*', async (c, next) => {
-    arrivals.set(c.req.raw, performance.now());
-    await next();
-  });
-
+/** The middleware before any route: who may call what (tokens), the schema gate, the body's size limit. */
+function guardRequests(app: App, deps: RouteDeps, maxBodyBytes: number): void {
+  const { skiplock, tokenGuard } = deps;
   // Auth before reading any body: strangers do not get to make us buffer a megabyte.
   const apiAuth = requireBearer(tokenGuard, [deps.apiToken]);
   app.use('/v1/tick', requireBearer(tokenGuard, [deps.apiToken, deps.cronSecret]));
@@ -174,13 +186,16 @@ export function createApp(options: AppOptions): App {
   app.use(
     '*',
     bodyLimit({
-      maxSize: options.maxBodyBytes ?? APP_DEFAULTS.maxBodyBytes,
+      maxSize: maxBodyBytes,
       onError: () => {
-        throw new SkiplockError('payload_too_large', `the body is larger than ${options.maxBodyBytes ?? APP_DEFAULTS.maxBodyBytes} bytes`);
+        throw new SkiplockError('payload_too_large', `the body is larger than ${maxBodyBytes} bytes`);
       },
     }),
   );
+}
 
+/** Every route: the API's, the docs' and the dashboard's. */
+function registerRoutes(app: App, deps: RouteDeps): void {
   registerJobRoutes(app, deps);
   registerVersionRoutes(app, deps);
   registerStatsRoutes(app, deps);
@@ -192,7 +207,6 @@ export function createApp(options: AppOptions): App {
   registerMetricsRoutes(app, deps);
   registerDocsRoutes(app);
   registerDashboardRoutes(app, deps);
-  return app;
 }
 
 const TARGET_NAMES: Record<string, string> = {

@@ -142,6 +142,13 @@ const retryDeadRoute = createRoute({
 });
 
 export function registerJobRoutes(app: App, deps: RouteDeps): void {
+  registerEnqueueRoutes(app, deps);
+  registerReadRoutes(app, deps);
+  registerChangeRoutes(app, deps);
+}
+
+/** POST /v1/jobs (one job, and with ?wait= its result) and POST /v1/jobs/batch. */
+function registerEnqueueRoutes(app: App, deps: RouteDeps): void {
   const { skiplock, maxJobTimeoutMs } = deps;
   // A job no tick of this deployment can claim is refused rather than left waiting forever.
   const refuseUnfittable = (inputs: readonly { task: string; timeoutMs?: number | undefined }[], batch: boolean) => {
@@ -176,7 +183,10 @@ export function registerJobRoutes(app: App, deps: RouteDeps): void {
     if (results.some((r) => r.created)) deps.startWork(c);
     return c.json({ jobs: results.map((r) => jobToJson(r.job)) }, 201);
   });
+}
 
+/** GET /v1/jobs/{id} and GET /v1/jobs. */
+function registerReadRoutes(app: App, { skiplock }: RouteDeps): void {
   app.openapi(getJobRoute, async (c) => {
     const { id } = c.req.valid('param');
     const job = await skiplock.getJobDetail(id);
@@ -188,7 +198,11 @@ export function registerJobRoutes(app: App, deps: RouteDeps): void {
     const page = await skiplock.listJobs(c.req.valid('query'));
     return c.json({ jobs: page.jobs.map(jobToJson), nextCursor: page.nextCursor }, 200);
   });
+}
 
+/** Cancel, reschedule, retry (one job, or DEAD jobs in bulk): a job made due starts at once (startWork). */
+function registerChangeRoutes(app: App, deps: RouteDeps): void {
+  const { skiplock } = deps;
   app.openapi(cancelRoute, async (c) => {
     const { job, outcome } = await skiplock.cancelJob(c.req.valid('param').id);
     return outcome === 'cancelled' ? c.json({ job: jobToJson(job) }, 200) : c.json({ job: jobToJson(job) }, 202);
