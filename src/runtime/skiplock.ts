@@ -301,7 +301,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
   };
   const schedules = createScheduleOperations({ sql, registry, schedules: config.schedules ?? [], now, log, warnOnce });
 
-  const admin = createAdminOperations(sql, now, registry);
+  const admin = createAdminOperations({ sql, now, registry });
   const restart = createRestart(sql, now, registry);
   const bulk = createBulk(sql, now);
   const tracing = resolveTracing(config.otel);
