@@ -4,15 +4,9 @@
  * their own entry points (skiplock/pg, skiplock/neon, skiplock/cloudflare, skiplock/vercel,
  * skiplock/node, skiplock/hono, skiplock/client, skiplock/migrations).
  */
-export {
-  createSkiplock,
-  type EnqueueAndWaitOptions,
-  type EnqueueAndWaitResult,
-  type Logger,
-  type RetentionOptions,
-  type Skiplock,
-  type SkiplockConfig,
-} from './runtime/skiplock.ts';
+export { createSkiplock, type Logger, type Skiplock, type SkiplockConfig } from './runtime/skiplock.ts';
+export type { EnqueueAndWaitOptions, EnqueueAndWaitResult } from './runtime/tasks/enqueue-operations.ts';
+export type { RetentionOptions } from './runtime/operations/maintenance.ts';
 export type { WaitResult } from './runtime/tasks/wait-for-job.ts';
 export type { OtelApi } from './runtime/observability/tracing.ts';
 export type { AttemptOutcome, AttemptRecord } from './core/attempt-history.ts';
