@@ -3,7 +3,8 @@
  * these through the Skiplock facade; all SQL is in src/store/admin.ts. createAdminOperations is
  * the list of the groups: reading jobs (read-jobs.ts), changing one job (here: cancel, retry,
  * reschedule), the queue in numbers (stats.ts), tasks paused and resumed (tasks.ts), and the
- * database's own answers (here: ping, currentTime).
+ * database's own answers (here: ping, currentTime). The writes here wake nothing themselves: the
+ * facade passes those that make due work through its hook (skiplock.ts, dueWorkWrites).
  */
 import { checkRange, SkiplockError } from '../../core/errors.ts';
 import { unstorableText } from '../../core/json.ts';
@@ -21,6 +22,7 @@ import { createJobReads, type JobReads } from './read-jobs.ts';
 import { createStatsOperations, type StatsOperations } from './stats.ts';
 import { createTaskOperations, type TaskOperations } from './tasks.ts';
 
+// Their old home, still imported from here (test/runtime/admin.test.ts, the dashboard).
 export { isJobId } from '../../core/job-id.ts';
 export { decodeCursor, encodeCursor } from './read-jobs.ts';
 
