@@ -30,7 +30,7 @@ import { databaseUrlProblem, describeConnectionError } from './store/drivers/dat
 import { jobToJson } from './store/rows.ts';
 import { migrations } from './store/migrations-data.ts';
 import { migrationGapNote } from './store/migrate.ts';
-import { taskToJson } from './runtime/operations/admin.ts';
+import { taskToJson } from './runtime/operations/tasks.ts';
 import { eventToJson } from './runtime/events/events.ts';
 import { importTasksModule, rerunWithTypeStripping, TasksModuleError } from './cli/tasks-module.ts';
 import { checkDeployment, type DeploymentOptions } from './runtime/wake/deployment.ts';

@@ -4,15 +4,9 @@
  * their own entry points (skiplock/pg, skiplock/neon, skiplock/cloudflare, skiplock/vercel,
  * skiplock/node, skiplock/hono, skiplock/client, skiplock/migrations).
  */
-export {
-  createSkiplock,
-  type EnqueueAndWaitOptions,
-  type EnqueueAndWaitResult,
-  type Logger,
-  type RetentionOptions,
-  type Skiplock,
-  type SkiplockConfig,
-} from './runtime/skiplock.ts';
+export { createSkiplock, type Logger, type Skiplock, type SkiplockConfig } from './runtime/skiplock.ts';
+export type { EnqueueAndWaitOptions, EnqueueAndWaitResult } from './runtime/tasks/enqueue-operations.ts';
+export type { RetentionOptions } from './runtime/operations/maintenance.ts';
 export type { WaitResult } from './runtime/tasks/wait-for-job.ts';
 export type { OtelApi } from './runtime/observability/tracing.ts';
 export type { AttemptOutcome, AttemptRecord } from './core/attempt-history.ts';
@@ -25,7 +19,9 @@ export type { TickOptions } from './runtime/tick/tick.ts';
 export type { TickIfDueOptions, TickIfDueResult, WakeDriver } from './runtime/wake/wake.ts';
 export type { DeploymentOptions } from './runtime/wake/deployment.ts';
 export { createMemoryWakeStore, shouldTick, type WakeDecision, type WakeReason, type WakeState, type WakeStore } from './runtime/wake/state.ts';
-export type { ActivityMinute, CancelResult, JobPage, JobStats, ListJobsOptions } from './runtime/operations/admin.ts';
+export type { CancelResult } from './runtime/operations/admin.ts';
+export type { JobPage, ListJobsOptions } from './runtime/operations/read-jobs.ts';
+export type { ActivityMinute, JobStats } from './runtime/operations/stats.ts';
 export type { BulkInput, BulkResult } from './runtime/operations/bulk.ts';
 export type { RestartOptions } from './runtime/steps/restart.ts';
 export type { CheckReplayInput, CheckReplayResult, ReplayFailure } from './runtime/steps/replay.ts';

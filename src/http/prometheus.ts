@@ -1,5 +1,5 @@
 /** Renders metrics in the Prometheus text exposition format (version 0.0.4). Pure. */
-import type { JobStats } from '../runtime/operations/admin.ts';
+import type { JobStats } from '../runtime/operations/stats.ts';
 import type { FlowStatus } from '../runtime/flow/status.ts';
 import { TICK_DURATION_BUCKETS, type TickTotals } from '../runtime/tick/metrics.ts';
 

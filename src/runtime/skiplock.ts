@@ -4,42 +4,46 @@
  *   const skiplock = createSkiplock({ sql: createNeonHttpDriver(env.DATABASE_URL), tasks: [sendEmail] });
  *   await skiplock.enqueue({ task: 'send-email', payload: { to } });
  *   await skiplock.tick({ budgetMs: 25_000 });
+ *
+ * createSkiplock is the list of the capabilities it composes, each built by its own module from
+ * one context (context.ts: the Sql port, the registry, the clock, the log, the due-work hook):
+ * enqueueing (tasks/), the ticks (tick/) and when they run (wake/), events (events/), schedules
+ * (schedules/), operating the queue and its upkeep (operations/), restart and the replay check
+ * (steps/), flow control (flow/). Then the writes that make due work tell the hook (dueWorkWrites).
  */
-import { SkiplockError } from '../core/errors.ts';
 import type { Job, TickResult } from '../core/types.ts';
-import type { Clock } from '../store/clock.ts';
-import { getJob } from '../store/admin.ts';
-import { pruneFinishedJobs } from '../store/retention.ts';
-import { reapExpiredLeases } from '../store/leases.ts';
-import { msUntilNextWork } from '../store/wakeup.ts';
-import { migrate, type Migration, type MigrateResult } from '../store/migrate.ts';
-import { mapJob, toBool } from '../store/rows.ts';
-import { isNotMigratedText, type SchemaStatus } from '../store/schema.ts';
-import { batchDeadlockSafe, type Sql, type Statement } from '../store/sql.ts';
-import { createAdminOperations, isJobId, type AdminOperations } from './operations/admin.ts';
-import { enqueueJobs, prepareEnqueue, type EnqueueInput, type EnqueueResult } from './tasks/enqueue.ts';
-import type { Schedule } from './schedules/definition.ts';
-import { createScheduleOperations, msUntilFirstRun, type ScheduleOperations } from './schedules/schedules.ts';
-import { createRegistry, type Task, type TaskRegistry } from './tasks/task.ts';
-import type { EnqueueInputOf, TaskList } from './tasks/task-types.ts';
-import { consoleLog, warnOnceWith, type Logger } from './observability/log.ts';
-import { flowLimits } from './flow/keys.ts';
-import { createSchemaCheck, isNotMigrated } from './operations/schema-check.ts';
-import { createFlowOperations, type FlowOperations } from './flow/status.ts';
-import { TICK_DEFAULTS, tick, type TickOptions } from './tick/tick.ts';
-import { createTickMetrics, type TickTotals } from './tick/metrics.ts';
-import { resolveTracing, type OtelOption } from './observability/tracing.ts';
-import { checkWaitMs, waitForJob, type WaitResult } from './tasks/wait-for-job.ts';
-import { createRestart, type RestartOptions } from './steps/restart.ts';
+import type { Migration, MigrateResult } from '../store/migrate.ts';
+import type { SchemaStatus } from '../store/schema.ts';
+import type { Sql, Statement } from '../store/sql.ts';
+import { createContext, type SkiplockContext } from './context.ts';
+import { createAdminOperations, type AdminOperations } from './operations/admin.ts';
+import { createMaintenance, type RetentionOptions } from './operations/maintenance.ts';
+import { createMigrate, migratingFirst } from './operations/migrations.ts';
+import { readJob } from './operations/read-jobs.ts';
+import { createSchemaCheck } from './operations/schema-check.ts';
 import { createBulk, type BulkInput, type BulkResult } from './operations/bulk.ts';
+import type { EnqueueResult } from './tasks/enqueue.ts';
+import { createEnqueueOperations, dueAtOf, type EnqueueAndWaitOptions, type EnqueueAndWaitResult } from './tasks/enqueue-operations.ts';
+import type { TaskRegistry } from './tasks/task.ts';
+import type { EnqueueInputOf, TaskList } from './tasks/task-types.ts';
+import type { WaitResult } from './tasks/wait-for-job.ts';
+import type { Schedule } from './schedules/definition.ts';
+import { createScheduleOperations, type ScheduleOperations } from './schedules/schedules.ts';
+import { consoleLog, type Logger } from './observability/log.ts';
+import type { OtelOption } from './observability/tracing.ts';
+import { createFlowOperations, type FlowOperations } from './flow/status.ts';
+import type { TickOptions } from './tick/options.ts';
+import type { TickTotals } from './tick/metrics.ts';
+import { createTickRunner } from './tick/runner.ts';
+import { createRestart, type RestartOptions } from './steps/restart.ts';
 import { createReplayCheck, type CheckReplayInput, type CheckReplayResult } from './steps/replay.ts';
-import { createWaker, type TickIfDueOptions, type TickIfDueResult, type WakeDriver } from './wake/wake.ts';
-import { DEFAULT_IDLE_CHECK_MS } from './wake/state.ts';
-import { createDeploymentWake, type DeploymentOptions } from './wake/deployment.ts';
+import type { TickIfDueOptions, TickIfDueResult, WakeDriver } from './wake/wake.ts';
+import type { DeploymentOptions } from './wake/deployment.ts';
+import { createNextWork } from './wake/next-work.ts';
+import { createWakeOperations } from './wake/operations.ts';
 import { createCallbackSigner, type CallbackOptions } from './events/callback-token.ts';
-import { dispatchPendingWith, EVENT_LIMITS, listEventsWith, registrationRows, sendEventWith, subscriptions, type SendEventInput, type SendEventResult, type StoredEvent } from './events/events.ts';
-import { completeCallback, registerTasks } from '../store/events.ts';
-import { callbackDataText } from './events/waits.ts';
+import type { SendEventInput, SendEventResult, StoredEvent } from './events/events.ts';
+import { createEventDispatch, createEventOperations, createRegistration } from './events/operations.ts';
 
 export type { Logger };
 
@@ -117,44 +121,8 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
   callbacks?: CallbackOptions;
 }
 
-export interface EnqueueAndWaitOptions {
-  /** How long to wait for the job to finish, in ms (0 to 24 h). Required. */
-  timeoutMs: number;
-  /**
-   * Also start a tick at once (`tick({ untilIdle: true, ...options })`), for when nothing else runs
-   * ticks (a script, a test). Its promise is returned as `tick`: on a serverless platform, hand it
-   * to waitUntil. Default false: the deployment's ticks run the job.
-   */
-  tick?: boolean | TickOptions;
-}
-
-export interface EnqueueAndWaitResult extends WaitResult {
-  /** False when the idempotency key matched an existing job: that job is waited for. */
-  created: boolean;
-  /** The tick started by the `tick` option. */
-  tick?: Promise<TickResult>;
-}
-
-export interface RetentionOptions {
-  /** Delete DONE jobs finished longer ago than this (ms). Default 7 days. */
-  doneMs?: number;
-  /** Delete CANCELLED jobs finished longer ago than this (ms). Default 7 days. */
-  cancelledMs?: number;
-  /** Delete DEAD jobs older than this (ms); null keeps them until a person acts. Default null. */
-  deadMs?: number | null;
-  /** At most this many rows per call. Default 10 000. */
-  limit?: number;
-  /** Delete events stored longer ago than this (ms); waits match only events still kept. Default 7 days. */
-  eventsMs?: number;
-}
-
-const DAY_MS = 24 * 3600 * 1000;
-/** Ticks prune finished jobs at most this often per process. */
-const PRUNE_INTERVAL_MS = 60_000;
-
-
 /**
- * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/operations/admin.ts); putSchedule,
+ * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/operations/admin.ts, and the groups it lists); putSchedule,
  * deleteSchedule, listSchedules, getSchedule, fireDueSchedules (src/runtime/schedules/schedules.ts).
  */
 export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperations, ScheduleOperations, FlowOperations {
@@ -286,218 +254,59 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
   const log = config.log ?? consoleLog;
   const unguarded = config.autoMigrate ? migratingFirst(config.sql, config.autoMigrate) : config.sql;
   const schema = createSchemaCheck(unguarded, log);
-  // A statement failing on a missing table, function or column becomes not_migrated, with the fix.
-  const sql = schema.guard(unguarded);
-  const registry = createRegistry(config.tasks);
-  const now = (): Clock => config.now?.() ?? null;
-  const tickMetrics = createTickMetrics();
-  const warnOnce = warnOnceWith(log);
+  const ctx = createContext({
+    // A statement failing on a missing table, function or column becomes not_migrated, with the fix.
+    sql: schema.guard(unguarded), tasks: config.tasks, log, now: config.now, otel: config.otel,
+    // The one hook: every write that creates or moves due work calls it (the waker, built below).
+    dueWork: (at) => wake.afterWrite(at),
+  });
   const staticSchedules = (config.schedules ?? []).map((s) => s.name);
-  /** A write's result, after telling the hook when the work it made is due (null: it made none; undefined: now). */
-  const after = async <T>(result: T, dueAt: (result: T) => Date | number | null | undefined): Promise<T> => {
-    const at = dueAt(result);
-    if (at !== null) await dueWork(at);
-    return result;
-  };
-  const schedules = createScheduleOperations({ sql, registry, schedules: config.schedules ?? [], now, log, warnOnce });
-
-  const admin = createAdminOperations(sql, now, registry);
-  const restart = createRestart(sql, now, registry);
-  const bulk = createBulk(sql, now);
-  const tracing = resolveTracing(config.otel);
-  const traceparent = async () => (await tracing())?.currentTraceparent();
-  const enqueueBatch = async (inputs: readonly EnqueueInput[]) =>
-    afterEnqueue(inputs, await enqueueJobs(sql, registry, inputs, now(), { batch: true, traceparent: await traceparent() }));
-  const enqueueWithResult = async (input: EnqueueInput) =>
-    (await afterEnqueue([input], await enqueueJobs(sql, registry, [input], now(), { traceparent: input.traceparent ?? (await traceparent()) })))[0]!;
-  const enqueue = async (input: EnqueueInput) => (await enqueueWithResult(input)).job;
-  const readJob = async (id: string) => {
-    if (!isJobId(id)) return undefined;
-    const [row] = await sql.query(getJob({ id }));
-    return row ? mapJob(row) : undefined;
-  };
+  const schedules = createScheduleOperations({ ...ctx, schedules: config.schedules ?? [] });
+  const admin = createAdminOperations(ctx);
   const callbacks = config.callbacks ? createCallbackSigner(config.callbacks) : undefined;
-  // An unmigrated database fails every poll of every tick the same way: said once per instance.
-  let notMigratedSaid = false;
-  const sayNotMigrated = (text: string) => {
-    if (notMigratedSaid) return false;
-    notMigratedSaid = true;
-    log('error', text);
-    return true;
-  };
-  const tickLog: Logger = (level, message, fields) => {
-    const error = fields?.error;
-    if (typeof error === 'string' && isNotMigratedText(error)) sayNotMigrated(error.replace(/^SkiplockError: /, ''));
-    else log(level, message, fields);
-  };
-  // Whether a tick of this instance has read (and so written the static definitions of) the schedules.
-  let schedulesRead = false;
-  const beforeClaim = async () => {
-    const fired = await schedules.fireDueSchedules();
-    schedulesRead = true;
-    return fired;
-  };
-  // This deployment's tasks and their on: names, registered by the first claim of this instance
-  // (or by migrate): how another sender's event finds the jobs it leaves to this deployment.
-  let registered = false;
-  const registration = { rows: registrationRows(registry), needed: () => !registered, done: () => void (registered = true) };
-  const onSubscriptions = subscriptions(registry);
-  const events = onSubscriptions === null ? undefined : { subscriptions: onSubscriptions, dispatch: () => dispatchPendingWith(sql, registry, now()) };
-  const runTick = async (options?: TickOptions) => {
-    const deps = {
-      sql, now, log: tickLog, warnOnce, run: { registry, enqueue, callbacks }, beforeClaim, staticSchedules, schedulesRead: () => schedulesRead, housekeeping,
-      tracing: await tracing(), registration, ...(events && { events }),
-    };
-    try {
-      return await tickMetrics.measure(() => tick(deps, { ...config.tick, ...options }));
-    } catch (error) {
-      if (isNotMigrated(error)) sayNotMigrated((error as Error).message);
-      throw error;
-    }
-  };
-  const msUntilNext = async (options?: TickOptions) => {
-    const { budgetMs, marginMs } = { ...TICK_DEFAULTS, ...config.tick, ...options };
-    const rows = await sql.query(
-      msUntilNextWork({
-        now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: staticSchedules, flowLimits: flowLimits(registry), retention: retentionWake(),
-        subscriptions: onSubscriptions,
-      }),
-    );
-    // Work and stored next runs come as one figure; schedules put since the last tick, one row each.
-    const ms = rows.map((row) => (toBool(row.uncomputed) ? msUntilFirstRun(row) : row.ms === null || row.ms === undefined ? null : Number(row.ms)));
-    return ms.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);
-  };
-  let driver: WakeDriver = config.wake ?? {};
-  const idleCheckMs = config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS;
-  if (!Number.isInteger(idleCheckMs) || idleCheckMs < 0) throw new TypeError(`idleCheckMs must be an integer ≥ 0, got ${String(config.idleCheckMs)}`);
-  const remote = config.deployment === undefined ? undefined : createDeploymentWake(config.deployment, log);
-  const waker = createWaker({ driver: () => driver, idleCheckMs, log, tick: runTick, dueInMs: msUntilNext, ...(remote && { remote }) });
-  /**
-   * The one hook: every write that creates or moves due work calls it, with the instant it is due.
-   * It waits only for the `deployment` wake request (bounded by its timeout), not for a local tick.
-   */
-  const dueWork = (at?: Date | number) => waker.afterWrite(at);
-  const afterEnqueue = async (inputs: readonly EnqueueInput[], results: EnqueueResult[]) => {
-    const due = inputs.flatMap((input, i) => (results[i]?.created || input.debounce ? [dueAtOf(input)] : []));
-    if (due.length > 0) await dueWork(Math.min(...due));
-    return results;
-  };
-
-  const prune = async (options: RetentionOptions = {}) => {
-    const [row] = await sql.query(
-      pruneFinishedJobs({
-        now: now(),
-        doneMs: options.doneMs ?? 7 * DAY_MS,
-        cancelledMs: options.cancelledMs ?? 7 * DAY_MS,
-        deadMs: options.deadMs ?? null,
-        limit: options.limit ?? 10_000,
-        eventsMs: options.eventsMs ?? EVENT_LIMITS.retentionMs,
-      }),
-    );
-    return Number(row?.deleted ?? 0) + Number(row?.deleted_events ?? 0);
-  };
-  // Retention by the ticks themselves, at most once a minute per process: serverless deployments
-  // run nothing else. (A local rate limit only; the ages are measured in SQL.)
-  let lastPrune = -Infinity;
-  const retention = config.retention;
-  // The next retention pass, for the wake state: what prune() deletes, not before the rate limit allows.
-  const retentionWake = () =>
-    retention === false
-      ? null
-      : {
-          doneMs: retention?.doneMs ?? 7 * DAY_MS,
-          cancelledMs: retention?.cancelledMs ?? 7 * DAY_MS,
-          deadMs: retention?.deadMs ?? null,
-          retentionWaitMs: Math.max(0, Math.ceil(lastPrune + PRUNE_INTERVAL_MS - performance.now())),
-        };
-  const housekeeping =
-    retention === false
-      ? undefined
-      : async () => {
-          if (performance.now() - lastPrune < PRUNE_INTERVAL_MS) return false;
-          lastPrune = performance.now();
-          await prune(retention);
-          return true;
-        };
+  const registration = createRegistration(ctx);
+  const eventDispatch = createEventDispatch(ctx);
+  const maintenance = createMaintenance(ctx, config.retention);
+  const enqueue = createEnqueueOperations(ctx, (options) => wake.operations.tick(options));
+  const ticks = createTickRunner(ctx, {
+    defaults: config.tick, run: { registry: ctx.registry, enqueue: enqueue.enqueue, callbacks }, registration, events: eventDispatch, housekeeping: maintenance.housekeeping,
+    schedules: { names: staticSchedules, fireDue: schedules.fireDueSchedules },
+  });
+  const msUntilNextWork = createNextWork(ctx, { defaults: config.tick, staticSchedules, nextRetention: maintenance.nextRetention, subscriptions: eventDispatch?.subscriptions ?? null });
+  const wake = createWakeOperations(ctx, config, { tick: ticks.run, dueInMs: msUntilNextWork });
   return {
-    sql,
-    tasks: registry,
+    sql: ctx.sql,
+    tasks: ctx.registry,
     schedules: config.schedules ?? [],
-    enqueue,
-    enqueueWithResult,
-    enqueueBatch,
-    async enqueueAndWait(input, options) {
-      const timeoutMs = checkWaitMs(options?.timeoutMs);
-      const { job, created } = await enqueueWithResult(input);
-      const started = options.tick ? waker.tick({ untilIdle: true, ...(options.tick === true ? {} : options.tick) }) : undefined;
-      started?.catch((error: unknown) => log('error', 'the tick started by enqueueAndWait failed', { error: String(error) }));
-      const waited = await waitForJob(job, timeoutMs, { read: () => readJob(job.id) });
-      return { ...waited, created, ...(started && { tick: started }) };
-    },
-    async waitForJob(id, options) {
-      const timeoutMs = checkWaitMs(options?.timeoutMs);
-      const job = await readJob(id);
-      return job && waitForJob(job, timeoutMs, { read: () => readJob(id) });
-    },
-    // A tick the wake state did not decide concludes into it (wake.ts): what it leaves due is heard.
-    tick: (options) => waker.tick(options ?? {}),
-    // Reaped jobs are due now (run_at = now()).
-    async reap() {
-      const [row] = await sql.query(reapExpiredLeases({ now: now(), limit: 10_000 }));
-      return after(Number(row?.reaped ?? 0), (n) => (n > 0 ? undefined : null));
-    },
-    prune,
-    msUntilNextWork: msUntilNext,
-    wake: (at) => {
-      if (at !== undefined && !(at instanceof Date && Number.isFinite(at.getTime())))
-        return Promise.reject(new SkiplockError('invalid_request', 'wake: at must be a valid Date', [{ path: ['at'], message: 'must be a valid instant' }]));
-      return waker.dueWork(at);
-    },
-    tickIfDue: waker.tickIfDue,
-    setWakeDriver(next) {
-      driver = next;
-    },
-    getJob: readJob,
-    enqueueStatement: (input) => {
-      // { text, values } for the caller's own transaction, without the hint for skiplock's drivers.
-      const { text, values } = prepareEnqueue(registry, [input], now())!.statement;
-      return { text, values };
-    },
-    async migrate(migrations) {
-      const result = await migrate(config.sql, migrations);
-      // Registered as soon as the schema can hold it: a send right after a deploy's migrate finds this deployment's on: tasks.
-      if (registry.size > 0 && registration.needed()) {
-        await config.sql.query(registerTasks({ now: now(), tasks: registration.rows })).then(
-          registration.done,
-          (error: unknown) => log('warn', 'registering the tasks failed; the first tick registers them', { error: String(error) }),
-        );
-      }
-      return result;
-    },
+    ...enqueue,
+    ...wake.operations,
+    msUntilNextWork,
+    tickTotals: ticks.totals,
+    reap: maintenance.reap,
+    prune: maintenance.prune,
+    getJob: (id) => readJob(ctx.sql, id),
+    migrate: createMigrate(ctx, config.sql, registration),
     ensureSchema: schema.ensure,
     schemaStatus: schema.status,
-    tickTotals: tickMetrics.totals,
     ...admin,
-    // A send that woke or started jobs (or asked RUNNING ones to stop), or left on: jobs for the
-    // deployment that defines them (pending), makes due work now.
-    sendEvent: async (input) =>
-      after(await sendEventWith(sql, registry, now(), input, await traceparent()), (r) => (r.woken + r.started + r.cancelled + r.pending > 0 ? undefined : null)),
-    listEvents: (query = {}) => listEventsWith(sql, query),
-    isCallbackToken: async (token) => typeof token === 'string' && (await callbacks?.verify(token)) != null,
-    async completeCallback(token, data) {
-      const named = typeof token === 'string' ? await callbacks?.verify(token) : null;
-      if (!named) return 'unknown';
-      const text = callbackDataText(data);
-      // Its write locks the step, then the job; a restart locks the job, then its steps: on a deadlock, sent again.
-      const [answer] = await batchDeadlockSafe(sql, [completeCallback({ now: now(), jobId: named.jobId, id: named.stepId, data: text })]);
-      const row = answer?.[0];
-      if (Number(row?.completed ?? 0) === 1) return after('completed' as const, () => undefined);
-      return row?.status === null || row?.status === undefined ? 'unknown' : 'used';
-    },
-    ...createReplayCheck(sql, registry),
-    ...createFlowOperations(sql, registry, now),
+    ...createEventOperations(ctx, callbacks),
+    ...createReplayCheck(ctx.sql, ctx.registry),
+    ...createFlowOperations(ctx.sql, ctx.registry, ctx.now),
     ...schedules,
-    // Writes that create or move due work, through the hook. (Other operations that do: add them here.)
+    ...dueWorkWrites(ctx, { admin, schedules, restart: createRestart(ctx.sql, ctx.now, ctx.registry), bulk: createBulk(ctx.sql, ctx.now) }),
+  };
+}
+
+/**
+ * Writes that create or move due work, through the hook: each answers once it has told the hook
+ * when the work it made is due. (Other operations that do: add them here.)
+ */
+function dueWorkWrites(
+  { after }: SkiplockContext,
+  ops: { admin: AdminOperations; schedules: ScheduleOperations; restart: ReturnType<typeof createRestart>; bulk: ReturnType<typeof createBulk> },
+): Pick<Skiplock, 'retryJob' | 'cancelJob' | 'restartJob' | 'bulk' | 'retryDead' | 'rescheduleJob' | 'resumeTask' | 'putSchedule' | 'fireDueSchedules'> {
+  const { admin, schedules, restart, bulk } = ops;
+  return {
     retryJob: async (id) => after(await admin.retryJob(id), () => undefined),
     // A cancelled child can end its WAITING parent's wait: the parent is due now.
     cancelJob: async (id) => after(await admin.cancelJob(id), (r) => (r.outcome === 'cancelled' && r.job.parentId !== null ? undefined : null)),
@@ -512,40 +321,3 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     fireDueSchedules: async () => after(await schedules.fireDueSchedules(), (n) => (n > 0 ? undefined : null)),
   };
 }
-
-/**
- * When an enqueue's job becomes due, on the platform's clock: the caller's runAt, or now + its
- * delay (a debounce: at most its maxDelayMs, so never later than the job).
- */
-function dueAtOf(input: { runAt?: Date | string | undefined; delayMs?: number | undefined; debounce?: { delayMs: number; maxDelayMs?: number | undefined } | undefined }): number {
-  if (input.runAt !== undefined) return new Date(input.runAt).getTime();
-  const delay = input.debounce ? Math.min(input.debounce.delayMs, input.debounce.maxDelayMs ?? Infinity) : (input.delayMs ?? 0);
-  return Date.now() + delay;
-}
-
-/**
- * The Sql port, with the migrations applied before its first statement (autoMigrate).
- * One attempt at a time per instance; a failed attempt is retried by the next statement.
- */
-function migratingFirst(sql: Sql, migrations: readonly Migration[]): Sql {
-  let ready: Promise<unknown> | undefined;
-  const migrated = () => {
-    ready ??= migrate(sql, migrations).catch((error: unknown) => {
-      ready = undefined;
-      throw error;
-    });
-    return ready;
-  };
-  return {
-    async query(statement) {
-      await migrated();
-      return sql.query(statement);
-    },
-    async batch(statements) {
-      await migrated();
-      return sql.batch(statements);
-    },
-    close: () => sql.close(),
-  };
-}
-

@@ -1,7 +1,7 @@
 /** GET /: counts by status and task, the queue's lag, the last hour as a chart, and what needs attention. */
 import { html } from 'hono/html';
 import { JOB_STATUSES, type JobStatus } from '../../../core/types.ts';
-import type { JobStats } from '../../../runtime/operations/admin.ts';
+import type { JobStats } from '../../../runtime/operations/stats.ts';
 import type { FlowStatus } from '../../../runtime/flow/status.ts';
 import { countUnclaimableJobs } from '../../../store/dashboard.ts';
 import { SCHEDULE_LIST_LIMIT, type ScheduleInfo } from '../../../runtime/schedules/schedules.ts';
