@@ -38,7 +38,8 @@ import { DEFAULT_IDLE_CHECK_MS } from './wake/state.ts';
 import { createDeploymentWake, type DeploymentOptions } from './wake/deployment.ts';
 import { createCallbackSigner, type CallbackOptions } from './events/callback-token.ts';
 import { dispatchPendingWith, EVENT_LIMITS, listEventsWith, registrationRows, sendEventWith, subscriptions, type SendEventInput, type SendEventResult, type StoredEvent } from './events/events.ts';
-import { completeCallback, registerTasks } from '../store/events.ts';
+import { completeCallback } from '../store/event-waits.ts';
+import { registerTasks } from '../store/event-subscriptions.ts';
 import { callbackDataText } from './events/waits.ts';
 
 export type { Logger };
