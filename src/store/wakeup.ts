@@ -1,6 +1,6 @@
 /** What a tick asks before it ends: when anything it runs is next due (the wake state, src/runtime/wake/state.ts). */
 import { NOW, clock, type Clock } from './clock.ts';
-import { oldestPendingEvent, subscriptionValues } from './events.ts';
+import { oldestPendingEvent, subscriptionValues } from './event-subscriptions.ts';
 import { unpaused } from './claim.ts';
 import { type FlowLimitRow } from './flow.ts';
 import { statement, type Statement } from './sql.ts';

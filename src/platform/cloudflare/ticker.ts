@@ -12,6 +12,7 @@
 import { retryDelayMs, type RetryBackoff } from '../../runtime/tick/retry-backoff.ts';
 import { isNotMigrated } from '../../runtime/operations/schema-check.ts';
 import { TICK_DEFAULTS } from '../../runtime/tick/options.ts';
+import type { TickIfDueResult } from '../../runtime/wake/wake.ts';
 import type { Deployment, Env } from './deployment.ts';
 import { fanOutOnBacklog } from './fan-out.ts';
 import type { DurableObjectState } from './runtime-types.ts';
@@ -53,47 +54,17 @@ export function createTickerClass(deploymentFor: (env: Env) => Deployment): Tick
     }
 
     async fetch(request: Request): Promise<Response> {
-      const path = new URL(request.url).pathname;
-      const store = this.#store();
-      if (path === '/lower') {
-        const { at } = (await request.json()) as { at?: unknown };
-        await store.lower(instant(at) ?? Date.now());
-        return Response.json({ version: (await store.read())?.version ?? null });
-      } else if (path === '/conclude') {
-        // A tick the Worker ran (a background, fan-out or explicit one): its conclusion replaces the
-        // state if nothing changed it since `seen` (the version the Worker last got from here; a
-        // backstop it set before its tick is raised away), else only lowers it (WakeStore.write).
-        const { dueAt, checkedAt, seen } = (await request.json()) as { dueAt?: unknown; checkedAt?: unknown; seen?: unknown };
-        const at = instant(dueAt);
-        const checked = instant(checkedAt);
-        if (checked === null || (dueAt !== null && at === null)) return new Response('dueAt and checkedAt must be instants (dueAt may be null)', { status: 400 });
-        await store.write({ dueAt: at, checkedAt: checked }, typeof seen === 'number' && Number.isInteger(seen) ? seen : -2);
-        return Response.json({ version: (await store.read())?.version ?? null });
-      } else {
-        // /cron, and /wake from an older Worker version: only make sure the alarm is where the state says.
-        await store.arm();
-      }
-      return new Response(null, { status: 204 });
+      return answerWorker(request, this.#store());
     }
 
     async alarm(): Promise<void> {
       const deployment = deploymentFor(this.#env);
-      const { skiplock, alarmTick } = deployment;
       const store = this.#store();
       try {
-        // A backlog (a claim fills every slot) starts more invocations, ending with this one (fan-out.ts).
-        const onBacklog = fanOutOnBacklog(this.#env, deployment, Date.now() + (alarmTick.budgetMs ?? 25_000));
-        // The state is read and written through the store, which sets the next alarm.
-        // The fan-out requests are this invocation's subrequests too: kept out of the tick's.
-        const fanOut = onBacklog ? deployment.maxParallelTicks - 1 : 0;
-        const limit = alarmTick.subrequestLimit === undefined ? undefined : alarmTick.subrequestLimit - fanOut;
-        const { concluded, ticked, backlog, result } = await skiplock.tickIfDue({ ...alarmTick, untilIdle: true, store, onBacklog, ...(limit !== undefined && { subrequestLimit: limit }) });
-        if (!concluded) return await this.#retryLater(new Error('the tick could not say when work is next due'));
+        const tick = await tickOnAlarm(this.#env, deployment, store);
+        if (!tick.concluded) return await this.#retryLater(new Error('the tick could not say when work is next due'));
         this.#failures = 0;
-        // Due now after a tick that claimed and reaped nothing: what is due is work no claim can take
-        // yet; the next alarm after a poll's pause, as a tick itself would wait, not at once (no spin).
-        if (ticked && backlog && result.claimed === 0 && result.reaped === 0) await this.#state.storage.setAlarm(Date.now() + (alarmTick.pollIntervalMs ?? TICK_DEFAULTS.pollIntervalMs));
-        else await store.arm();
+        await armAfter(tick, deployment, store, this.#state.storage);
       } catch (error) {
         // not_migrated was said once per instance by skiplock itself (with the fix): not at each alarm.
         if (isNotMigrated(error)) return this.#state.storage.setAlarm(Date.now() + RETRY_NOT_MIGRATED_MS);
@@ -108,6 +79,52 @@ export function createTickerClass(deploymentFor: (env: Env) => Deployment): Tick
       await this.#state.storage.setAlarm(Date.now() + retryDelayMs(this.#failures, error, Math.random, TICKER_RETRY_BACKOFF));
     }
   };
+}
+
+type TickerStore = ReturnType<typeof createDurableObjectWakeStore>;
+
+/** The Worker's requests: POST /lower, /conclude (each answers `{ version }`), and /cron (204). */
+async function answerWorker(request: Request, store: TickerStore): Promise<Response> {
+  const path = new URL(request.url).pathname;
+  if (path === '/lower') {
+    const { at } = (await request.json()) as { at?: unknown };
+    await store.lower(instant(at) ?? Date.now());
+    return Response.json({ version: (await store.read())?.version ?? null });
+  } else if (path === '/conclude') {
+    // A tick the Worker ran (a background, fan-out or explicit one): its conclusion replaces the
+    // state if nothing changed it since `seen` (the version the Worker last got from here; a
+    // backstop it set before its tick is raised away), else only lowers it (WakeStore.write).
+    const { dueAt, checkedAt, seen } = (await request.json()) as { dueAt?: unknown; checkedAt?: unknown; seen?: unknown };
+    const at = instant(dueAt);
+    const checked = instant(checkedAt);
+    if (checked === null || (dueAt !== null && at === null)) return new Response('dueAt and checkedAt must be instants (dueAt may be null)', { status: 400 });
+    await store.write({ dueAt: at, checkedAt: checked }, typeof seen === 'number' && Number.isInteger(seen) ? seen : -2);
+    return Response.json({ version: (await store.read())?.version ?? null });
+  } else {
+    // /cron, and /wake from an older Worker version: only make sure the alarm is where the state says.
+    await store.arm();
+  }
+  return new Response(null, { status: 204 });
+}
+
+/** One alarm's tick: until idle, through the store (which sets the next alarm), fanning out on a backlog. */
+async function tickOnAlarm(env: Env, deployment: Deployment, store: TickerStore): Promise<TickIfDueResult> {
+  const { skiplock, alarmTick } = deployment;
+  // A backlog (a claim fills every slot) starts more invocations, ending with this one (fan-out.ts).
+  const onBacklog = fanOutOnBacklog(env, deployment, Date.now() + (alarmTick.budgetMs ?? 25_000));
+  // The state is read and written through the store, which sets the next alarm.
+  // The fan-out requests are this invocation's subrequests too: kept out of the tick's.
+  const fanOut = onBacklog ? deployment.maxParallelTicks - 1 : 0;
+  const limit = alarmTick.subrequestLimit === undefined ? undefined : alarmTick.subrequestLimit - fanOut;
+  return skiplock.tickIfDue({ ...alarmTick, untilIdle: true, store, onBacklog, ...(limit !== undefined && { subrequestLimit: limit }) });
+}
+
+/** The next alarm after a tick that concluded: where the state says, or after a poll's pause. */
+async function armAfter({ ticked, backlog, result }: TickIfDueResult, { alarmTick }: Deployment, store: TickerStore, storage: DurableObjectState['storage']): Promise<void> {
+  // Due now after a tick that claimed and reaped nothing: what is due is work no claim can take
+  // yet; the next alarm after a poll's pause, as a tick itself would wait, not at once (no spin).
+  if (ticked && backlog && result.claimed === 0 && result.reaped === 0) await storage.setAlarm(Date.now() + (alarmTick.pollIntervalMs ?? TICK_DEFAULTS.pollIntervalMs));
+  else await store.arm();
 }
 
 /** A finite number (epoch ms), else null. */

@@ -85,13 +85,11 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
     tick: { ...options.tick, budgetMs: options.requestTickBudgetMs ?? 30_000, ...stopping },
     // No runInBackground: an enqueue wakes the loop below through the wake driver.
   });
-  // The loop sleeps until the wake state's next instant; an enqueue for an earlier instant cuts it short.
-  let plannedAt: number | null = null;
-  let cutShort: () => void = () => {};
   const loopTick: TickOptions = { pollIntervalMs: 1_000, ...options.tick, budgetMs: LOOP_BUDGET_MS, untilIdle: true, ...stopping };
+  const sleeper: LoopSleep = { plannedAt: null, cutShort: () => {} };
   skiplock.setWakeDriver({
     onDueWork(atMs) {
-      if (plannedAt === null || atMs < plannedAt) cutShort();
+      if (sleeper.plannedAt === null || atMs < sleeper.plannedAt) sleeper.cutShort();
     },
     // An explicit tick (tick(), GET /v1/tick) concludes with what the loop can claim: the loop takes jobs of any timeout.
     ticks: loopTick,
@@ -107,38 +105,7 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
   const url = `http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}`;
   (options.log ?? console.log)(startLine(skiplock, url, hostname, stopping.drainMs));
 
-  const loop = (async () => {
-    // Ticks in a row that threw or could not say when work is next due (the conclusion statement
-    // failed, leaving the state "due now"): each waits the back-off (retry-backoff.ts) instead of
-    // ticking again at once, which would send the failing statement hundreds of times a second.
-    let failures = 0;
-    while (!shutdown.signal.aborted) {
-      // Set before the tick: a wake during it makes the next sleep end at once.
-      let woken = false;
-      cutShort = () => {
-        woken = true;
-      };
-      plannedAt = Date.now();
-      let failure: unknown = 'the wake state was not written';
-      const next = await skiplock
-        .tickIfDue(loopTick)
-        .catch((error: unknown) => {
-          if (!isNotMigrated(error)) console.error('[skiplock] tick failed', error); // not_migrated: logged once by the tick
-          failure = error;
-          return null;
-        });
-      failures = next?.concluded ? 0 : failures + 1;
-      if (woken || shutdown.signal.aborted) continue;
-      plannedAt = failures > 0 ? Date.now() + retryDelayMs(failures, failure) : next!.nextAtMs;
-      const wake = new AbortController();
-      cutShort = () => wake.abort();
-      const stop = () => wake.abort();
-      shutdown.signal.addEventListener('abort', stop, { once: true });
-      await sleep(plannedAt === null ? Infinity : Math.max(0, plannedAt - Date.now()), wake.signal);
-      shutdown.signal.removeEventListener('abort', stop);
-    }
-  })();
-
+  const loop = tickLoop(skiplock, loopTick, sleeper, shutdown.signal);
   return {
     url,
     port,
@@ -151,6 +118,48 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
       await closed;
     },
   };
+}
+
+/**
+ * The loop's sleep: it sleeps until the wake state's next instant (`plannedAt`); an enqueue for an
+ * earlier instant cuts it short (`cutShort`, which the loop sets for each tick and each sleep).
+ */
+interface LoopSleep {
+  plannedAt: number | null;
+  cutShort: () => void;
+}
+
+/** The runner's loop: ticks until idle, then sleeps until the next due instant, until `shutdown`. */
+async function tickLoop(skiplock: Skiplock, loopTick: TickOptions, sleeper: LoopSleep, shutdown: AbortSignal): Promise<void> {
+  // Ticks in a row that threw or could not say when work is next due (the conclusion statement
+  // failed, leaving the state "due now"): each waits the back-off (retry-backoff.ts) instead of
+  // ticking again at once, which would send the failing statement hundreds of times a second.
+  let failures = 0;
+  while (!shutdown.aborted) {
+    // Set before the tick: a wake during it makes the next sleep end at once.
+    let woken = false;
+    sleeper.cutShort = () => {
+      woken = true;
+    };
+    sleeper.plannedAt = Date.now();
+    let failure: unknown = 'the wake state was not written';
+    const next = await skiplock
+      .tickIfDue(loopTick)
+      .catch((error: unknown) => {
+        if (!isNotMigrated(error)) console.error('[skiplock] tick failed', error); // not_migrated: logged once by the tick
+        failure = error;
+        return null;
+      });
+    failures = next?.concluded ? 0 : failures + 1;
+    if (woken || shutdown.aborted) continue;
+    sleeper.plannedAt = failures > 0 ? Date.now() + retryDelayMs(failures, failure) : next!.nextAtMs;
+    const wake = new AbortController();
+    sleeper.cutShort = () => wake.abort();
+    const stop = () => wake.abort();
+    shutdown.addEventListener('abort', stop, { once: true });
+    await sleep(sleeper.plannedAt === null ? Infinity : Math.max(0, sleeper.plannedAt - Date.now()), wake.signal);
+    shutdown.removeEventListener('abort', stop);
+  }
 }
 
 /** What the runner says once it listens: where, what it runs, and how it stops. */

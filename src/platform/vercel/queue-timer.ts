@@ -111,9 +111,37 @@ export interface QueueTimerDeps {
 
 /** Checks the configuration (a ConfigError naming what is wrong) and builds the timer. */
 export function createQueueTimer(deps: QueueTimerDeps): QueueTimer {
-  const { options, env } = deps;
   const now = deps.now ?? Date.now;
   const warn = deps.warn ?? ((message, error) => console.warn(`[skiplock] ${message}`, error ?? ''));
+  const { sdk, topic, maxDelaySeconds, clientOptions, region } = queueConfig(deps.options, deps.env);
+  // Sends through the polling client: the same send, without the SDK's local dev mode (which,
+  // under NODE_ENV=development, would also call handlers in-process). Callbacks through QueueClient.
+  const sender = new sdk.PollingQueueClient({ ...clientOptions, region });
+  let callback: ((request: Request) => Promise<Response>) | undefined;
+  const secret = deps.env.API_TOKEN || deps.env.CRON_SECRET || '';
+  const keyPrefix = `skiplock-${deps.stateKey.replace(/[^A-Za-z0-9]/g, '').slice(-16)}`;
+  const arm = createArm({ sender, topic, secret, keyPrefix, maxDelaySeconds, now, warn });
+  return {
+    topic,
+    arm,
+    async armState(state, written) {
+      if (written.dueAt !== null) await arm(written.dueAt);
+      if (state.dueAt !== null && state.dueAt !== written.dueAt) await arm(state.dueAt);
+    },
+    isCallback(request) {
+      return request.method === 'POST' && request.headers.get('ce-type') === CE_TYPE && request.headers.get('ce-vqsqueuename') === topic;
+    },
+    handle(request) {
+      // Built on the first push (under NODE_ENV=development the SDK registers it for its own
+      // local dev mode, which warns when vercel.json does not map the calling file).
+      callback ??= new sdk.QueueClient(clientOptions).handleCallback(async (message) => deps.consume(await verified(message, secret, topic)));
+      return callback(request);
+    },
+  };
+}
+
+/** The timer's configuration, checked: the SDK, the topic, the longest delay and the clients' options. */
+function queueConfig(options: VercelQueueOptions, env: VercelQueueEnv) {
   const problem = (message: string) => new ConfigError(`queue: ${message}`);
   const sdk = options.sdk as Partial<VercelQueueSdk> | undefined;
   if (!sdk || typeof sdk.QueueClient !== 'function' || typeof sdk.PollingQueueClient !== 'function') {
@@ -140,18 +168,27 @@ export function createQueueTimer(deps: QueueTimerDeps): QueueTimer {
     // (next start, tests) there is no deployment to pin to.
     deploymentId: env.VERCEL_DEPLOYMENT_ID || null,
   };
-  // Sends through the polling client: the same send, without the SDK's local dev mode (which,
-  // under NODE_ENV=development, would also call handlers in-process). Callbacks through QueueClient.
-  const sender = new sdk.PollingQueueClient({ ...clientOptions, region });
-  let callback: ((request: Request) => Promise<Response>) | undefined;
-  const secret = env.API_TOKEN || env.CRON_SECRET || '';
-  const keyPrefix = `skiplock-${deps.stateKey.replace(/[^A-Za-z0-9]/g, '').slice(-16)}`;
+  return { sdk: sdk as VercelQueueSdk, topic, maxDelaySeconds, clientOptions, region };
+}
+
+/** What arming an instant needs: the sender, the topic, the signing secret, the keys' prefix, the clock. */
+interface ArmDeps {
+  sender: InstanceType<VercelQueueSdk['PollingQueueClient']>;
+  topic: string;
+  secret: string;
+  keyPrefix: string;
+  maxDelaySeconds: number;
+  now: () => number;
+  warn: (message: string, error?: unknown) => void;
+}
+
+/** QueueTimer.arm: one delayed message per instant (in hops past maxDelaySeconds), each sent once by this instance. */
+function createArm({ sender, topic, secret, keyPrefix, maxDelaySeconds, now, warn }: ArmDeps): (atMs: number) => Promise<void> {
   const maxDelayMs = maxDelaySeconds * 1000;
   const sent: string[] = [];
   // A Queue Service out of reach (`next dev` with no credentials) fails every send: said once until one succeeds.
   let failing = false;
-
-  async function arm(atMs: number): Promise<void> {
+  return async function arm(atMs: number): Promise<void> {
     if (!Number.isFinite(atMs)) return;
     const nowMs = now();
     if (atMs <= nowMs + WAKE_EARLY_MS) return; // due now: the caller's tick takes it
@@ -171,32 +208,15 @@ export function createQueueTimer(deps: QueueTimerDeps): QueueTimer {
       if (!failing) warn(`arming the Vercel Queues timer for ${new Date(atMs).toISOString()} failed; the cron will find the work (said once until a send succeeds)`, error);
       failing = true;
     }
-  }
-
-  return {
-    topic,
-    arm,
-    async armState(state, written) {
-      if (written.dueAt !== null) await arm(written.dueAt);
-      if (state.dueAt !== null && state.dueAt !== written.dueAt) await arm(state.dueAt);
-    },
-    isCallback(request) {
-      return request.method === 'POST' && request.headers.get('ce-type') === CE_TYPE && request.headers.get('ce-vqsqueuename') === topic;
-    },
-    handle(request) {
-      // Built on the first push (under NODE_ENV=development the SDK registers it for its own
-      // local dev mode, which warns when vercel.json does not map the calling file).
-      callback ??= new sdk.QueueClient!(clientOptions).handleCallback(async (message) => deps.consume(await verified(message)));
-      return callback(request);
-    },
   };
+}
 
-  async function verified(message: unknown): Promise<number | null> {
-    if (!secret || typeof message !== 'object' || message === null) return null;
-    const { at, sig } = message as Record<string, unknown>;
-    if (typeof at !== 'number' || !Number.isFinite(at) || typeof sig !== 'string') return null;
-    return sig === (await sign(secret, `${topic}:${at}`)) ? at : null;
-  }
+/** The instant a push's payload names, if its signature verifies; else null. */
+async function verified(message: unknown, secret: string, topic: string): Promise<number | null> {
+  if (!secret || typeof message !== 'object' || message === null) return null;
+  const { at, sig } = message as Record<string, unknown>;
+  if (typeof at !== 'number' || !Number.isFinite(at) || typeof sig !== 'string') return null;
+  return sig === (await sign(secret, `${topic}:${at}`)) ? at : null;
 }
 
 /** HMAC-SHA-256 of `text`, hex; '' without a secret. */

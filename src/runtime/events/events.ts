@@ -7,10 +7,8 @@ import * as z from 'zod';
 import { SkiplockError, type ErrorIssue } from '../../core/errors.ts';
 import { findUnstorableJson } from '../../core/json.ts';
 import type { Clock } from '../../store/clock.ts';
-import {
-  cancelJobsByEvent, dispatchPendingEvents, eventByIdempotencyKey, eventLock, listEvents, pendingEvents, sendEvent,
-  type DispatchRow, type RegisteredTaskRow, type TriggeredJobRow,
-} from '../../store/events.ts';
+import { cancelJobsByEvent, eventByIdempotencyKey, eventLock, listEvents, sendEvent, type TriggeredJobRow } from '../../store/events.ts';
+import { dispatchPendingEvents, pendingEvents, type DispatchRow, type RegisteredTaskRow } from '../../store/event-subscriptions.ts';
 import { toBool, toDateOrNull, toJson } from '../../store/rows.ts';
 import { batchDeadlockSafe, sqlState, type Row, type Sql } from '../../store/sql.ts';
 import { isJobId } from '../../core/job-id.ts';

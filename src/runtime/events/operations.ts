@@ -2,9 +2,11 @@
  * Events as a Skiplock offers them: sending one, listing the stored ones, and completing a
  * callback URL — writes that make work due, so each tells the hook — and what the ticks need from
  * events: this deployment's registration (its tasks and their `on:` names) and the dispatch of the
- * `on:` jobs other senders left pending for it. The rules are in events.ts; SQL in src/store/events.ts.
+ * `on:` jobs other senders left pending for it. The rules are in events.ts; SQL in src/store/events.ts,
+ * event-waits.ts and event-subscriptions.ts.
  */
-import { completeCallback, registerTasks, type RegisteredTaskRow, type Subscriptions } from '../../store/events.ts';
+import { completeCallback } from '../../store/event-waits.ts';
+import { registerTasks, type RegisteredTaskRow, type Subscriptions } from '../../store/event-subscriptions.ts';
 import { batchDeadlockSafe } from '../../store/sql.ts';
 import type { SkiplockContext } from '../context.ts';
 import type { CallbackSigner } from './callback-token.ts';

@@ -1,7 +1,7 @@
 /**
  * ctx.waitForEvent, ctx.createCallback and ctx.waitForCallback for one run of a job: durable
  * steps (src/runtime/steps/steps.ts provides reach, the fence and the suspension) whose statements are
- * in src/store/events.ts. A wait that finds its event already stored returns at once; otherwise
+ * in src/store/event-waits.ts. A wait that finds its event already stored returns at once; otherwise
  * the run leaves the invocation with a `wait` outcome (WAITING, or QUEUED until its timeout).
  */
 import { permanentTypeError, SkiplockError } from '../../core/errors.ts';
@@ -9,7 +9,8 @@ import { findUnstorableJson, unstorableText } from '../../core/json.ts';
 import type { Outcome } from '../../core/state.ts';
 import type { StepKind } from '../../core/types.ts';
 import type { Clock } from '../../store/clock.ts';
-import { createCallbackStep, eventLock, readCallbackStep, waitForEvent, type WaitRow } from '../../store/events.ts';
+import { eventLock } from '../../store/events.ts';
+import { createCallbackStep, readCallbackStep, waitForEvent, type WaitRow } from '../../store/event-waits.ts';
 import { toDate } from '../../store/rows.ts';
 import type { Sql } from '../../store/sql.ts';
 import type { StepFence } from '../../store/steps.ts';

@@ -1,5 +1,5 @@
 /** The options and dependencies of a tick (src/runtime/tick/tick.ts), and their defaults in one place. */
-import type { RegisteredTaskRow } from '../../store/events.ts';
+import type { RegisteredTaskRow } from '../../store/event-subscriptions.ts';
 import type { Sql } from '../../store/sql.ts';
 import type { Logger, WarnOnce } from '../observability/log.ts';
 import type { RunDeps } from './run-job.ts';

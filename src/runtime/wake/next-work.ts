@@ -4,7 +4,7 @@
  * milliseconds; null when there is nothing to wait for. SQL: src/store/wakeup.ts.
  */
 import { toBool } from '../../store/rows.ts';
-import type { Subscriptions } from '../../store/events.ts';
+import type { Subscriptions } from '../../store/event-subscriptions.ts';
 import { msUntilNextWork } from '../../store/wakeup.ts';
 import type { SkiplockContext } from '../context.ts';
 import { flowLimits } from '../flow/keys.ts';
