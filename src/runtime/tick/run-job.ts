@@ -92,9 +92,11 @@ interface Run {
   readonly backoff: Task['backoff'];
   /** The schedule state set by the handler (setState), written with a DONE result. */
   nextState: { value: unknown } | undefined;
+  /** The run's durable steps (openSteps); undefined for a task not registered here. */
   durable: StepRuntime | undefined;
 }
 
+/** A run's state before its handler starts: its signal, the promise it settles, its task (undefined: not registered here). */
 function openRun(job: Job, deps: RunDeps): Run {
   const controller = new AbortController();
   const startedAt = performance.now();
