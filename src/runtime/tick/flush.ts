@@ -10,6 +10,7 @@ import { describeError } from '../../core/errors.ts';
 import { storableText } from '../../core/json.ts';
 import type { Job } from '../../core/types.ts';
 import { completeAndClaim } from '../../store/claim.ts';
+import type { RegisteredTaskRow } from '../../store/event-subscriptions.ts';
 import { releaseUnseenClaims } from '../../store/leases.ts';
 import { mapClaimedJob, toBool } from '../../store/rows.ts';
 import type { Row } from '../../store/sql.ts';
@@ -31,43 +32,13 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   run.statements += 1;
   let rows: Row[];
   try {
-    rows = await deps.sql.query(
-      completeAndClaim({
-        now: deps.now(),
-        workerId: token,
-        results: batch.map(({ job, outcome, progress, trace }) => ({ ...toResultRow(job, outcome), progress, trace })),
-        limit,
-        budgetMs: Math.max(0, Math.floor(run.deadline - o.marginMs - run.elapsed())),
-        leaseMs: o.leaseMs,
-        leaseGraceMs: LEASE_GRACE_MS,
-        tasks: run.taskNames,
-        staticSchedules: run.probeSchedules ? deps.staticSchedules : null,
-        flowLimits: run.limits,
-        fanIn: batch.some(({ job }) => job.parentId !== null),
-        probeLeases,
-        register,
-        subscriptions: probeLeases ? (deps.events?.subscriptions ?? null) : null,
-      }),
-    );
+    rows = await deps.sql.query(claimStatement(run, batch, limit, token, probeLeases, register));
   } catch (error) {
-    // (With no result to blame, a refusal is the claim's: backed off below like any failure.)
-    if (isRefusal(error) && batch.length > 0) return onWriteRefused(run, batch, isolated, error);
-    // The write may or may not have landed; writing it again is safe because it is fenced. So
-    // may the claim: jobs it took are ours but unseen, given back before anything else is claimed.
-    pending.unshift(...batch);
-    if (limit > 0) run.claimsUnseen = run.claimEverLost = true;
-    return backOff(run, error, 'tick statement failed; retrying');
+    return onStatementFailed(run, batch, isolated, limit, error);
   }
   run.failures = 0;
   if (register) deps.registration!.done();
-  const summary = rows.find((row) => row.written !== null && row.written !== undefined);
-  tally(run.counts, batch, new Set(asIds(summary?.written)), new Set(asIds(summary?.cancelled)), deps.log);
-  if (run.probeSchedules && summary) run.scheduleDue = toBool(summary.schedule_due);
-  if (probeLeases && deps.events && summary) run.eventsDue = toBool(summary.events_due);
-  if (probeLeases && summary) {
-    run.lastLeaseProbe = run.elapsed();
-    run.reapDue = toBool(summary.reap_due);
-  }
+  readSummary(run, batch, rows, probeLeases);
   const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map((row) => mapClaimedJob(row, token));
   run.counts.claimed += claimed.length;
   // A statement that did work is not idle cost: only the statements since the last one that wrote
@@ -78,13 +49,64 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   if (limit > 0 && limit >= o.concurrency && claimed.length === limit) o.onBacklog?.();
   if (claimed.some((job) => job.stepCount > 0)) await startDurable(run, claimed);
   else claimed.forEach((job) => startJob(run, job));
-  // A job put back due now is not taken by this statement's claim: a statement updates a row
-  // once (the claim functions read fresh snapshots, not the statement's one; migration 015): look again.
-  // So may a parent a child's end woke (the fan-in), or one whose children had all ended (wait).
-  const requeuedNow = batch.some(({ job, outcome }) =>
-    outcome.kind === 'release' || outcome.kind === 'wait' || job.parentId !== null || (outcome.kind === 'suspend' && outcome.runAt === null) || (outcome.kind === 'retry' && outcome.delayMs === 0));
+  const requeuedNow = batch.some(requeuesNow);
   if (limit > 0) run.queueEmpty = claimed.length < limit && !requeuedNow;
   else if (isolated && requeuedNow) run.queueEmpty = false;
+}
+
+/** The one statement of the phase (completeAndClaim): the batch's results, the claim, and the probes due. */
+function claimStatement(run: TickRun, batch: readonly PendingResult[], limit: number, token: string, probeLeases: boolean, register: readonly RegisteredTaskRow[] | null) {
+  const { deps, o } = run;
+  return completeAndClaim({
+    now: deps.now(),
+    workerId: token,
+    results: batch.map(({ job, outcome, progress, trace }) => ({ ...toResultRow(job, outcome), progress, trace })),
+    limit,
+    budgetMs: Math.max(0, Math.floor(run.deadline - o.marginMs - run.elapsed())),
+    leaseMs: o.leaseMs,
+    leaseGraceMs: LEASE_GRACE_MS,
+    tasks: run.taskNames,
+    staticSchedules: run.probeSchedules ? deps.staticSchedules : null,
+    flowLimits: run.limits,
+    fanIn: batch.some(({ job }) => job.parentId !== null),
+    probeLeases,
+    register,
+    subscriptions: probeLeases ? (deps.events?.subscriptions ?? null) : null,
+  });
+}
+
+/** The statement failed: a refusal isolates the bad row; anything else puts the batch back and backs off. */
+function onStatementFailed(run: TickRun, batch: PendingResult[], isolated: boolean, limit: number, error: unknown): void | Promise<void> {
+  // (With no result to blame, a refusal is the claim's: backed off below like any failure.)
+  if (isRefusal(error) && batch.length > 0) return onWriteRefused(run, batch, isolated, error);
+  // The write may or may not have landed; writing it again is safe because it is fenced. So
+  // may the claim: jobs it took are ours but unseen, given back before anything else is claimed.
+  run.pending.unshift(...batch);
+  if (limit > 0) run.claimsUnseen = run.claimEverLost = true;
+  return backOff(run, error, 'tick statement failed; retrying');
+}
+
+/** The statement's summary row: the results it wrote or found cancelled, and the probes' answers. */
+function readSummary(run: TickRun, batch: readonly PendingResult[], rows: readonly Row[], probeLeases: boolean): void {
+  const { deps } = run;
+  const summary = rows.find((row) => row.written !== null && row.written !== undefined);
+  tally(run.counts, batch, new Set(asIds(summary?.written)), new Set(asIds(summary?.cancelled)), deps.log);
+  if (run.probeSchedules && summary) run.scheduleDue = toBool(summary.schedule_due);
+  if (probeLeases && deps.events && summary) run.eventsDue = toBool(summary.events_due);
+  if (probeLeases && summary) {
+    run.lastLeaseProbe = run.elapsed();
+    run.reapDue = toBool(summary.reap_due);
+  }
+}
+
+/**
+ * A result that put its job back due now: the statement's claim did not take it, as a statement
+ * updates a row once (the claim functions read fresh snapshots, not the statement's one; migration
+ * 015): look again. So may a parent a child's end woke (the fan-in), or one whose children had all
+ * ended (wait).
+ */
+function requeuesNow({ job, outcome }: PendingResult): boolean {
+  return outcome.kind === 'release' || outcome.kind === 'wait' || job.parentId !== null || (outcome.kind === 'suspend' && outcome.runAt === null) || (outcome.kind === 'retry' && outcome.delayMs === 0);
 }
 
 /**

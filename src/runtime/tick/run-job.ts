@@ -10,11 +10,11 @@ import type { Clock } from '../../store/clock.ts';
 import type { Sql } from '../../store/sql.ts';
 import type { CallbackSigner } from '../events/callback-token.ts';
 import type { EnqueueInput } from '../tasks/enqueue-input.ts';
-import { createStepRuntime } from '../steps/steps.ts';
+import { createStepRuntime, type StepRuntime } from '../steps/steps.ts';
 import type { StoredStep } from '../steps/types.ts';
 import { createProgressSlot, type ProgressSlot } from './progress.ts';
 import { toStoredJson } from './stored-json.ts';
-import type { TaskContext, TaskRegistry } from '../tasks/task.ts';
+import type { Task, TaskContext, TaskRegistry } from '../tasks/task.ts';
 
 /** Why a handler's signal was aborted. */
 export type StopReason = 'timeout' | 'deadline' | 'shutdown' | 'lease-lost' | 'cancelled';
@@ -64,176 +64,223 @@ export interface RunningJob {
 
 /** `steps`: the job's recorded durable steps, read with its claim (none for a job without steps). */
 export function runJob(job: Job, deps: RunDeps, steps: readonly StoredStep[] = []): RunningJob {
+  const run = openRun(job, deps);
+  const stop = (why: StopReason) => stopRun(run, why);
+  run.timeoutTimer = setTimeout(() => stop('timeout'), job.timeoutMs);
+  if (run.task) run.durable = openSteps(run, steps);
+  startHandler(run);
+  return { job, settled: run.settled, stop, progress: run.progress };
+}
+
+/** One run's state, shared by its phases below (what runJob's closures held). */
+interface Run {
+  readonly job: Job;
+  readonly deps: RunDeps;
+  readonly controller: AbortController;
+  readonly startedAt: number;
+  readonly progress: ProgressSlot;
+  readonly settled: Promise<Settled>;
+  /** Resolves `settled`: called once, by finish(). */
+  readonly resolve: (settled: Settled) => void;
+  /** Whether the outcome is decided (finish() ran): a durable step's write after it is refused. */
+  ended: boolean;
+  /** Why the handler's signal was aborted; the first reason wins. */
+  reason: StopReason | undefined;
+  timeoutTimer: ReturnType<typeof setTimeout> | undefined;
+  abandonTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly task: Task | undefined;
+  readonly backoff: Task['backoff'];
+  /** The schedule state set by the handler (setState), written with a DONE result. */
+  nextState: { value: unknown } | undefined;
+  /** The run's durable steps (openSteps); undefined for a task not registered here. */
+  durable: StepRuntime | undefined;
+}
+
+/** A run's state before its handler starts: its signal, the promise it settles, its task (undefined: not registered here). */
+function openRun(job: Job, deps: RunDeps): Run {
   const controller = new AbortController();
   const startedAt = performance.now();
-  let ended = false;
   const progress = createProgressSlot();
-  let reason: StopReason | undefined;
-  let finish!: (settled: Settled) => void;
-  let abandonTimer: ReturnType<typeof setTimeout> | undefined;
-  const settled = new Promise<Settled>((resolve) => {
-    let finished = false;
-    finish = (value) => {
-      if (finished) return;
-      finished = ended = true;
-      clearTimeout(timeoutTimer);
-      clearTimeout(abandonTimer);
-      resolve(value);
-    };
+  let resolve!: (settled: Settled) => void;
+  const settled = new Promise<Settled>((r) => {
+    resolve = r;
   });
-
-  const stop = (why: StopReason) => {
-    if (reason) return;
-    reason = why;
-    controller.abort(new JobStoppedError(why, stopMessage(why, job)));
-    abandonTimer = setTimeout(() => finish(decide(() => afterAbandon(why))), deps.abandonAfterMs);
-  };
-  const timeoutTimer = setTimeout(() => stop('timeout'), job.timeoutMs);
-
   const task = deps.registry.get(job.task);
-  const backoff = task?.backoff;
-  /** The schedule state set by the handler (setState), written with a DONE result. */
-  let nextState: { value: unknown } | undefined;
-
-  /** Decides the outcome of a handler that threw, given why (or whether) it was stopped. */
-  function afterFailure(error: unknown): Settled {
-    const fatal = durable?.fatal();
-    // A PermanentError (DEAD at once), or a history a newer version wrote (retried: src/runtime/steps/history.ts).
-    if (fatal && reason !== 'lease-lost') return failed(job, fatal, backoff);
-    switch (reason) {
-      case 'lease-lost':
-        return { kind: 'lost' };
-      case 'cancelled':
-        return cancelled();
-      case 'deadline':
-      case 'shutdown':
-        // Stopped by us, not by its own fault: back to the queue without spending the attempt.
-        return released(stopMessage(reason, job));
-      case 'timeout':
-        return failed(job, new JobStoppedError('timeout', stopMessage('timeout', job)), backoff);
-      default:
-        return failed(job, error, backoff);
-    }
-  }
-
-  /** A handler still running `abandonAfterMs` after its abort: the attempt counts, so a hung job cannot loop. */
-  function afterAbandon(why: StopReason): Settled {
-    if (why === 'lease-lost') return { kind: 'lost' };
-    if (why === 'cancelled') return cancelled();
-    return failed(job, new JobStoppedError(why, `${stopMessage(why, job)}; the handler ignored its signal and was abandoned`), backoff);
-  }
-
-  /**
-   * Runs one of the deciders below. Whatever goes wrong in one (a task's backoff, a getter on a
-   * thrown value), the job still gets an outcome: a throw here would skip `finish`, leaving the
-   * job RUNNING (heartbeated for ever) and the tick unable to end.
-   */
-  function decide(decider: () => Settled): Settled {
-    try {
-      return decider();
-    } catch (problem) {
-      try {
-        return failed(job, new Error(`deciding the outcome of this run failed: ${describeError(problem)}`));
-      } catch {
-        return { kind: 'dead', error: 'deciding the outcome of this run failed' };
-      }
-    }
-  }
-
-  function afterSuccess(value: unknown): Settled {
-    if (reason === 'lease-lost') return { kind: 'lost' };
-    // A mistake in the handler's steps (a duplicate id, another order) that it caught: still DEAD.
-    const fatal = durable?.fatal();
-    if (fatal) return failed(job, fatal, backoff);
-    const result = toStoredJson(value, 'result', "the handler's result");
-    if ('error' in result) return dead(result.error);
-    if (!nextState) return done(result.value);
-    const state = toStoredJson(nextState.value, 'state', 'the state given to setState');
-    if ('error' in state) return dead(state.error);
-    return done(result.value, { value: state.value });
-  }
-
-  /**
-   * Ends the run now with a suspension (a sleep, an invoke, a yield between steps): the handler's
-   * pending step promise never settles, and its signal is aborted for anything still running.
-   */
-  const suspend = (outcome: Outcome): boolean => {
-    if (ended || reason) return false;
-    finish(outcome);
-    controller.abort(new JobStoppedError('deadline', 'the job left the invocation (a durable step suspended it)'));
-    return true;
+  return {
+    job, deps, controller, startedAt, progress, settled, resolve,
+    ended: false, reason: undefined, timeoutTimer: undefined, abandonTimer: undefined,
+    task, backoff: task?.backoff, nextState: undefined, durable: undefined,
   };
-  const durable = task
-    ? createStepRuntime(
-        {
-          sql: deps.sql,
-          now: deps.now,
-          registry: deps.registry,
-          job,
-          signal: controller.signal,
-          leaseMs: deps.leaseMs,
-          leaseGraceMs: deps.leaseGraceMs,
-          remainingMs: deps.remainingMs,
-          maxJobTimeoutMs: deps.maxJobTimeoutMs,
-          elapsedMs: () => performance.now() - startedAt,
-          suspend,
-          leaseLost: () => stop('lease-lost'),
-          heartbeat: async () => {
-            const held = await deps.heartbeat(job);
-            if (!held) stop('lease-lost');
-            return held;
-          },
-          ended: () => ended,
-          callbacks: deps.callbacks,
-        },
-        steps,
-      )
-    : undefined;
+}
 
+/** Settles the run, once: its timers cleared, `ended` set. */
+function finish(run: Run, value: Settled): void {
+  if (run.ended) return;
+  run.ended = true;
+  clearTimeout(run.timeoutTimer);
+  clearTimeout(run.abandonTimer);
+  run.resolve(value);
+}
+
+/** Aborts the handler's signal (the first reason wins); a handler still running abandonAfterMs later is abandoned. */
+function stopRun(run: Run, why: StopReason): void {
+  if (run.reason) return;
+  run.reason = why;
+  run.controller.abort(new JobStoppedError(why, stopMessage(why, run.job)));
+  run.abandonTimer = setTimeout(() => finish(run, decide(run, afterAbandon, why)), run.deps.abandonAfterMs);
+}
+
+/** ctx.heartbeat (and a durable step's): false, and the run stopped, when the lease is lost. */
+async function heartbeat(run: Run): Promise<boolean> {
+  const held = await run.deps.heartbeat(run.job);
+  if (!held) stopRun(run, 'lease-lost');
+  return held;
+}
+
+/**
+ * Ends the run now with a suspension (a sleep, an invoke, a yield between steps): the handler's
+ * pending step promise never settles, and its signal is aborted for anything still running.
+ */
+function suspend(run: Run, outcome: Outcome): boolean {
+  if (run.ended || run.reason) return false;
+  finish(run, outcome);
+  run.controller.abort(new JobStoppedError('deadline', 'the job left the invocation (a durable step suspended it)'));
+  return true;
+}
+
+/** The run's durable steps (src/runtime/steps/steps.ts): written through deps.sql, fenced by the run's lease. */
+function openSteps(run: Run, steps: readonly StoredStep[]): StepRuntime {
+  const { deps, job } = run;
+  return createStepRuntime(
+    {
+      sql: deps.sql,
+      now: deps.now,
+      registry: deps.registry,
+      job,
+      signal: run.controller.signal,
+      leaseMs: deps.leaseMs,
+      leaseGraceMs: deps.leaseGraceMs,
+      remainingMs: deps.remainingMs,
+      maxJobTimeoutMs: deps.maxJobTimeoutMs,
+      elapsedMs: () => performance.now() - run.startedAt,
+      suspend: (outcome) => suspend(run, outcome),
+      leaseLost: () => stopRun(run, 'lease-lost'),
+      heartbeat: () => heartbeat(run),
+      ended: () => run.ended,
+      callbacks: deps.callbacks,
+    },
+    steps,
+  );
+}
+
+/** Starts the handler on its parsed payload; an unknown task or an invalid payload is DEAD at once. */
+function startHandler(run: Run): void {
+  const { job, task } = run;
   if (!task) {
-    finish(dead(new Error(`unknown task ${JSON.stringify(job.task)}: no handler is registered for it`)));
-  } else {
-    const payload = task.payload.safeParse(job.payload);
-    if (!payload.success) {
-      finish(dead(new Error(`invalid payload: ${payload.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`)));
-    } else {
-      const ctx: TaskContext = {
-        signal: controller.signal,
-        job,
-        attempt: job.attempts,
-        idempotencyKey: `skiplock:${job.id}`,
-        heartbeat: async () => {
-          const held = await deps.heartbeat(job);
-          if (!held) stop('lease-lost');
-          return held;
-        },
-        enqueue: deps.enqueue,
-        progress: (value) => progress.set(value),
-        state: job.scheduleName === null ? undefined : (job.scheduleState ?? null),
-        setState: (value) => {
-          if (job.scheduleName === null) throw new TypeError('setState: this job was not fired by a schedule');
-          nextState = { value };
-        },
-        // Durable steps (src/runtime/steps/steps.ts).
-        step: (id, fn) => durable!.step(id, fn),
-        sleep: (id, ms) => durable!.sleep(id, ms),
-        sleepUntil: (id, date) => durable!.sleepUntil(id, date),
-        invoke: (id, task, ...payload) => durable!.invoke(id, task, payload[0]),
-        patched: (id) => durable!.patched(id),
-        waitForEvent: (id, options) => durable!.waitForEvent(id, options) as never,
-        createCallback: (id, options) => durable!.createCallback(id, options),
-        waitForCallback: (id) => durable!.waitForCallback(id) as never,
-      };
-      Promise.resolve()
-        .then(() => task.handler(payload.data, ctx))
-        .then(
-          (value) => finish(decide(() => afterSuccess(value))),
-          (error: unknown) => finish(decide(() => afterFailure(error))),
-        );
+    finish(run, dead(new Error(`unknown task ${JSON.stringify(job.task)}: no handler is registered for it`)));
+    return;
+  }
+  const payload = task.payload.safeParse(job.payload);
+  if (!payload.success) {
+    finish(run, dead(new Error(`invalid payload: ${payload.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`)));
+    return;
+  }
+  const ctx = taskContext(run);
+  Promise.resolve()
+    .then(() => task.handler(payload.data, ctx))
+    .then(
+      (value) => finish(run, decide(run, afterSuccess, value)),
+      (error: unknown) => finish(run, decide(run, afterFailure, error)),
+    );
+}
+
+/** The handler's `ctx`. */
+function taskContext(run: Run): TaskContext {
+  const { job, deps } = run;
+  return {
+    signal: run.controller.signal,
+    job,
+    attempt: job.attempts,
+    idempotencyKey: `skiplock:${job.id}`,
+    heartbeat: () => heartbeat(run),
+    enqueue: deps.enqueue,
+    progress: (value) => run.progress.set(value),
+    state: job.scheduleName === null ? undefined : (job.scheduleState ?? null),
+    setState: (value) => {
+      if (job.scheduleName === null) throw new TypeError('setState: this job was not fired by a schedule');
+      run.nextState = { value };
+    },
+    // Durable steps (src/runtime/steps/steps.ts).
+    step: (id, fn) => run.durable!.step(id, fn),
+    sleep: (id, ms) => run.durable!.sleep(id, ms),
+    sleepUntil: (id, date) => run.durable!.sleepUntil(id, date),
+    invoke: (id, task, ...payload) => run.durable!.invoke(id, task, payload[0]),
+    patched: (id) => run.durable!.patched(id),
+    waitForEvent: (id, options) => run.durable!.waitForEvent(id, options) as never,
+    createCallback: (id, options) => run.durable!.createCallback(id, options),
+    waitForCallback: (id) => run.durable!.waitForCallback(id) as never,
+  };
+}
+
+/**
+ * Runs one of the deciders below. Whatever goes wrong in one (a task's backoff, a getter on a
+ * thrown value), the job still gets an outcome: a throw here would skip `finish`, leaving the
+ * job RUNNING (heartbeated for ever) and the tick unable to end.
+ */
+function decide<T>(run: Run, decider: (run: Run, value: T) => Settled, value: T): Settled {
+  try {
+    return decider(run, value);
+  } catch (problem) {
+    try {
+      return failed(run.job, new Error(`deciding the outcome of this run failed: ${describeError(problem)}`));
+    } catch {
+      return { kind: 'dead', error: 'deciding the outcome of this run failed' };
     }
   }
+}
 
-  return { job, settled, stop, progress };
+function afterSuccess(run: Run, value: unknown): Settled {
+  const { job, backoff, nextState } = run;
+  if (run.reason === 'lease-lost') return { kind: 'lost' };
+  // A mistake in the handler's steps (a duplicate id, another order) that it caught: still DEAD.
+  const fatal = run.durable?.fatal();
+  if (fatal) return failed(job, fatal, backoff);
+  const result = toStoredJson(value, 'result', "the handler's result");
+  if ('error' in result) return dead(result.error);
+  if (!nextState) return done(result.value);
+  const state = toStoredJson(nextState.value, 'state', 'the state given to setState');
+  if ('error' in state) return dead(state.error);
+  return done(result.value, { value: state.value });
+}
+
+/** Decides the outcome of a handler that threw, given why (or whether) it was stopped. */
+function afterFailure(run: Run, error: unknown): Settled {
+  const { job, backoff, reason } = run;
+  const fatal = run.durable?.fatal();
+  // A PermanentError (DEAD at once), or a history a newer version wrote (retried: src/runtime/steps/history.ts).
+  if (fatal && reason !== 'lease-lost') return failed(job, fatal, backoff);
+  switch (reason) {
+    case 'lease-lost':
+      return { kind: 'lost' };
+    case 'cancelled':
+      return cancelled();
+    case 'deadline':
+    case 'shutdown':
+      // Stopped by us, not by its own fault: back to the queue without spending the attempt.
+      return released(stopMessage(reason, job));
+    case 'timeout':
+      return failed(job, new JobStoppedError('timeout', stopMessage('timeout', job)), backoff);
+    default:
+      return failed(job, error, backoff);
+  }
+}
+
+/** A handler still running `abandonAfterMs` after its abort: the attempt counts, so a hung job cannot loop. */
+function afterAbandon(run: Run, why: StopReason): Settled {
+  const { job, backoff } = run;
+  if (why === 'lease-lost') return { kind: 'lost' };
+  if (why === 'cancelled') return cancelled();
+  return failed(job, new JobStoppedError(why, `${stopMessage(why, job)}; the handler ignored its signal and was abandoned`), backoff);
 }
 
 function stopMessage(reason: StopReason, job: Job): string {

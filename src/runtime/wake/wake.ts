@@ -111,151 +111,180 @@ export interface Waker {
 }
 
 export function createWaker(deps: WakeDeps): Waker {
+  const w = wakeContext(deps);
+  return {
+    store: w.store,
+    dueWork: (at) => dueWork(w, at),
+    afterWrite: (at) => afterWrite(w, at),
+    tickIfDue: (options) => tickIfDue(w, options),
+    tick: (options) => tick(w, options),
+  };
+}
+
+/** What a waker's operations below share: its deps, and the store, clock and warning drawn from them. */
+interface WakeContext {
+  readonly deps: WakeDeps;
+  /** The driver's wake store, or this waker's own memory. */
+  store(): WakeStore;
+  /** The platform's clock, epoch ms. */
+  now(): number;
+  /** A rejection handler that logs `what` as a warning. */
+  warn(what: string): (error: unknown) => void;
+}
+
+function wakeContext(deps: WakeDeps): WakeContext {
   const fallbackStore = createMemoryWakeStore();
-  const store = () => deps.driver().store ?? fallbackStore;
-  const now = () => deps.driver().now?.() ?? Date.now();
-  const warn = (what: string) => (error: unknown) => deps.log('warn', what, { error: String(error) });
-  const readFrom = (s: WakeStore): Promise<WakeState | null> => s.read().catch((error: unknown) => (warn('reading the wake state failed; checking the database')(error), null));
+  return {
+    deps,
+    store: () => deps.driver().store ?? fallbackStore,
+    now: () => deps.driver().now?.() ?? Date.now(),
+    warn: (what) => (error) => deps.log('warn', what, { error: String(error) }),
+  };
+}
 
-  function start(at: Date | number | undefined, explicit: boolean): { local: Promise<unknown>; remote: Promise<void> } | null {
-    const atMs = at === undefined ? now() : typeof at === 'number' ? at : at.getTime();
-    if (!Number.isFinite(atMs)) return null;
-    // Both at once, the driver synchronously: a platform's waitUntil must be called while the
-    // invocation is still on (a user's route returns right after its enqueue). A background tick
-    // the driver starts for due-now work is forced, so it does not depend on the lower landing first.
-    const lowered = store().lower(atMs).catch(warn('lowering the wake state failed'));
-    const started = (async () => deps.driver().onDueWork?.(atMs))().catch(warn('starting a tick for due work failed'));
-    // The deployment's clock is the real one (a test's compressed platform clock is this process's).
-    const remoteAtMs = at === undefined ? Date.now() : atMs;
-    const remote = deps.remote ? deps.remote(remoteAtMs, explicit).catch(warn('waking the deployment failed')) : Promise.resolve();
-    return { local: Promise.all([lowered, started]), remote };
+function readFrom(w: WakeContext, s: WakeStore): Promise<WakeState | null> {
+  return s.read().catch((error: unknown) => (w.warn('reading the wake state failed; checking the database')(error), null));
+}
+
+function start(w: WakeContext, at: Date | number | undefined, explicit: boolean): { local: Promise<unknown>; remote: Promise<void> } | null {
+  const { deps, warn } = w;
+  const atMs = at === undefined ? w.now() : typeof at === 'number' ? at : at.getTime();
+  if (!Number.isFinite(atMs)) return null;
+  // Both at once, the driver synchronously: a platform's waitUntil must be called while the
+  // invocation is still on (a user's route returns right after its enqueue). A background tick
+  // the driver starts for due-now work is forced, so it does not depend on the lower landing first.
+  const lowered = w.store().lower(atMs).catch(warn('lowering the wake state failed'));
+  const started = (async () => deps.driver().onDueWork?.(atMs))().catch(warn('starting a tick for due work failed'));
+  // The deployment's clock is the real one (a test's compressed platform clock is this process's).
+  const remoteAtMs = at === undefined ? Date.now() : atMs;
+  const remote = deps.remote ? deps.remote(remoteAtMs, explicit).catch(warn('waking the deployment failed')) : Promise.resolve();
+  return { local: Promise.all([lowered, started]), remote };
+}
+
+async function dueWork(w: WakeContext, at?: Date | number): Promise<void> {
+  const s = start(w, at, true);
+  if (s) await Promise.all([s.local, s.remote]);
+}
+
+async function afterWrite(w: WakeContext, at?: Date | number): Promise<void> {
+  await start(w, at, false)?.remote;
+}
+
+/** One decision, and the tick it calls for: the state written from the database's answer. */
+async function step(w: WakeContext, options: TickOptions, force: boolean, store: () => WakeStore, dueBudgetMs: number | undefined) {
+  const { deps, now } = w;
+  const read = () => readFrom(w, store());
+  const state = await read();
+  const decision = force ? { tick: true, reason: 'forced' as const, nextAtMs: null } : shouldTick(state, now(), deps.idleCheckMs);
+  if (!decision.tick) return { ...decision, atMs: decision.nextAtMs, result: null, backlog: false, concluded: true };
+  // The conclusion's statement is kept out of the tick's subrequests, and counted when made.
+  const limit = options.subrequestLimit;
+  const result = await deps.tick(limit === undefined ? options : { ...options, subrequestLimit: limit - 1 });
+  let backlog = false;
+  let concluded = false;
+  try {
+    if (options.subrequestCounter) options.subrequestCounter.spent += 1;
+    const dueIn = await conclude(w, store(), state, dueBudgetMs === undefined ? options : { ...options, budgetMs: Math.max(dueBudgetMs, options.budgetMs ?? 0) });
+    backlog = dueIn !== null && dueIn <= 0;
+    concluded = true;
+  } catch (error) {
+    // The state keeps saying "due": the next trigger ticks again.
+    w.warn('asking when work is next due failed; the next trigger ticks again')(error);
   }
+  const stored = await read();
+  const after = shouldTick(stored, now(), deps.idleCheckMs);
+  const nextAtMs = after.tick ? now() : after.nextAtMs;
+  // An instant within WAKE_EARLY_MS counts as due now; a window waits for the instant itself.
+  const atMs = after.reason === 'due' && stored!.dueAt! > now() ? stored!.dueAt! : nextAtMs;
+  return { tick: true, reason: decision.reason, nextAtMs, atMs, result, backlog, concluded };
+}
 
-  async function dueWork(at?: Date | number): Promise<void> {
-    const s = start(at, true);
-    if (s) await Promise.all([s.local, s.remote]);
-  }
-
-  async function afterWrite(at?: Date | number): Promise<void> {
-    await start(at, false)?.remote;
-  }
-
-  /** One decision, and the tick it calls for: the state written from the database's answer. */
-  async function step(options: TickOptions, force: boolean, store: () => WakeStore, dueBudgetMs: number | undefined) {
-    const read = () => readFrom(store());
-    const state = await read();
-    const decision = force ? { tick: true, reason: 'forced' as const, nextAtMs: null } : shouldTick(state, now(), deps.idleCheckMs);
-    if (!decision.tick) return { ...decision, atMs: decision.nextAtMs, result: null, backlog: false, concluded: true };
-    // The conclusion's statement is kept out of the tick's subrequests, and counted when made.
-    const limit = options.subrequestLimit;
-    const result = await deps.tick(limit === undefined ? options : { ...options, subrequestLimit: limit - 1 });
-    let backlog = false;
-    let concluded = false;
-    try {
-      if (options.subrequestCounter) options.subrequestCounter.spent += 1;
-      const dueIn = await conclude(store(), state, dueBudgetMs === undefined ? options : { ...options, budgetMs: Math.max(dueBudgetMs, options.budgetMs ?? 0) });
-      backlog = dueIn !== null && dueIn <= 0;
-      concluded = true;
-    } catch (error) {
-      // The state keeps saying "due": the next trigger ticks again.
-      warn('asking when work is next due failed; the next trigger ticks again')(error);
+async function tickIfDue(w: WakeContext, options: TickIfDueOptions = {}): Promise<TickIfDueResult> {
+  const { force = false, waitWithinMs = 0, store: given, dueBudgetMs, ...rest } = options;
+  const storeOf = given ? () => given : w.store;
+  // One tally for every tick of this call (a window's ticks are one invocation's).
+  const tickOptions = { ...rest, subrequestCounter: rest.subrequestCounter ?? { spent: 0 } };
+  const limit = tickOptions.subrequestLimit;
+  const until = w.now() + waitWithinMs;
+  const total = emptyTickResult();
+  let ticked = false;
+  for (let first = true; ; first = false) {
+    const s = await step(w, tickOptions, force && first, storeOf, waitWithinMs > 0 ? undefined : dueBudgetMs);
+    if (s.result) {
+      ticked = true;
+      for (const key of Object.keys(total) as (keyof TickResult)[]) total[key] += s.result[key];
     }
-    const stored = await read();
-    const after = shouldTick(stored, now(), deps.idleCheckMs);
-    const nextAtMs = after.tick ? now() : after.nextAtMs;
-    // An instant within WAKE_EARLY_MS counts as due now; a window waits for the instant itself.
-    const atMs = after.reason === 'due' && stored!.dueAt! > now() ? stored!.dueAt! : nextAtMs;
-    return { tick: true, reason: decision.reason, nextAtMs, atMs, result, backlog, concluded };
+    const done = { ticked, reason: s.reason, result: total, nextAtMs: s.nextAtMs, backlog: s.backlog, concluded: s.concluded };
+    // Inside a window, wait for the next instant and tick then, also when the tick left work due
+    // now: nothing else takes this invocation's place (in the Worker's cron mode the next trigger
+    // is the next minute's cron), and a tick that ends idle just before a job's instant leaves
+    // exactly that — its conclusion, a moment later, finds the job due.
+    // A window also ends when the invocation's subrequests could not pay for a claim and its conclusion.
+    const spentOut = limit !== undefined && tickOptions.subrequestCounter.spent + 3 > limit;
+    if (waitWithinMs <= 0 || !s.concluded || s.nextAtMs === null || s.nextAtMs > until || tickOptions.signal?.aborted || spentOut) return done;
+    await sleep(waitMs(w, s, tickOptions), tickOptions.signal);
   }
+}
 
-  async function tickIfDue(options: TickIfDueOptions = {}): Promise<TickIfDueResult> {
-    const { force = false, waitWithinMs = 0, store: given, dueBudgetMs, ...rest } = options;
-    const storeOf = given ? () => given : store;
-    // One tally for every tick of this call (a window's ticks are one invocation's).
-    const tickOptions = { ...rest, subrequestCounter: rest.subrequestCounter ?? { spent: 0 } };
-    const limit = tickOptions.subrequestLimit;
-    const until = now() + waitWithinMs;
-    const total = emptyTickResult();
-    let ticked = false;
-    for (let first = true; ; first = false) {
-      const s = await step(tickOptions, force && first, storeOf, waitWithinMs > 0 ? undefined : dueBudgetMs);
-      if (s.result) {
-        ticked = true;
-        for (const key of Object.keys(total) as (keyof TickResult)[]) total[key] += s.result[key];
-      }
-      const done = { ticked, reason: s.reason, result: total, nextAtMs: s.nextAtMs, backlog: s.backlog, concluded: s.concluded };
-      // Inside a window, wait for the next instant and tick then, also when the tick left work due
-      // now: nothing else takes this invocation's place (in the Worker's cron mode the next trigger
-      // is the next minute's cron), and a tick that ends idle just before a job's instant leaves
-      // exactly that — its conclusion, a moment later, finds the job due.
-      // A window also ends when the invocation's subrequests could not pay for a claim and its conclusion.
-      const spentOut = limit !== undefined && tickOptions.subrequestCounter.spent + 3 > limit;
-      if (waitWithinMs <= 0 || !s.concluded || s.nextAtMs === null || s.nextAtMs > until || tickOptions.signal?.aborted || spentOut) return done;
-      await sleep(waitMs(s, tickOptions), tickOptions.signal);
-    }
-  }
+/**
+ * How long a window waits before its next step. Until the instant itself, not WAKE_EARLY_MS
+ * before it: the instant is the database's "due in N ms" placed on the platform clock after the
+ * answer came, so at or just after the database's own; a tick that wakes earlier finds nothing
+ * and ends. Due now after a tick that claimed nothing: one poll interval, as the tick itself
+ * would wait (what is due may be work no claim can take yet, such as a full concurrency key:
+ * ticking again at once would poll the database without pause); due now otherwise: at once.
+ */
+function waitMs(w: WakeContext, s: { atMs: number | null; result: TickResult | null }, options: TickOptions): number {
+  const ms = Math.max(0, (s.atMs ?? w.now()) - w.now());
+  if (ms > 0 || !s.result || s.result.claimed > 0) return ms;
+  return options.pollIntervalMs ?? TICK_DEFAULTS.pollIntervalMs;
+}
 
-  /**
-   * How long a window waits before its next step. Until the instant itself, not WAKE_EARLY_MS
-   * before it: the instant is the database's "due in N ms" placed on the platform clock after the
-   * answer came, so at or just after the database's own; a tick that wakes earlier finds nothing
-   * and ends. Due now after a tick that claimed nothing: one poll interval, as the tick itself
-   * would wait (what is due may be work no claim can take yet, such as a full concurrency key:
-   * ticking again at once would poll the database without pause); due now otherwise: at once.
-   */
-  function waitMs(s: { atMs: number | null; result: TickResult | null }, options: TickOptions): number {
-    const ms = Math.max(0, (s.atMs ?? now()) - now());
-    if (ms > 0 || !s.result || s.result.claimed > 0) return ms;
-    return options.pollIntervalMs ?? TICK_DEFAULTS.pollIntervalMs;
-  }
-
-  async function tick(options: TickOptions): Promise<TickResult> {
-    const result = await deps.tick(options);
-    // Nothing claimed, reaped or fired: it changed no due work (DESIGN: the state is a hint).
-    if (result.claimed + result.reaped + result.fired === 0) return result;
-    const s = store();
-    // Read before the question: a lower landing after it moves the version, and the write keeps the earlier instant.
-    const startedAt = now();
-    const state = await readFrom(s);
-    let dueIn: number | null;
-    try {
-      dueIn = await conclude(s, state, concludingOptions(options));
-    } catch (error) {
-      warn('concluding a tick into the wake state failed; the platform finds its work at its next check')(error);
-      return result;
-    }
-    const next = concludeWakeState(dueIn, now());
-    if (next.dueAt === null) return result;
-    // Planned: the instant the platform was to wake at; one that has passed is spent (its tick ran or runs).
-    const planned = state?.dueAt ?? null;
-    if (planned === null || next.dueAt < planned || planned <= startedAt) {
-      const atMs = next.dueAt;
-      void (async () => deps.driver().onDueWork?.(atMs))().catch(warn('starting a tick for due work failed'));
-    }
-    if (deps.remote) await deps.remote(Date.now() + Math.max(0, dueIn!), false).catch(warn('waking the deployment failed'));
+async function tick(w: WakeContext, options: TickOptions): Promise<TickResult> {
+  const { deps, now, warn } = w;
+  const result = await deps.tick(options);
+  // Nothing claimed, reaped or fired: it changed no due work (DESIGN: the state is a hint).
+  if (result.claimed + result.reaped + result.fired === 0) return result;
+  const s = w.store();
+  // Read before the question: a lower landing after it moves the version, and the write keeps the earlier instant.
+  const startedAt = now();
+  const state = await readFrom(w, s);
+  let dueIn: number | null;
+  try {
+    dueIn = await conclude(w, s, state, concludingOptions(w, options));
+  } catch (error) {
+    warn('concluding a tick into the wake state failed; the platform finds its work at its next check')(error);
     return result;
   }
-
-  /**
-   * A tick's conclusion: the database says when work is next due (one statement), and the state
-   * seen before the tick is replaced by that answer (or kept earlier, if lowered meanwhile).
-   */
-  async function conclude(s: WakeStore, seen: WakeState | null, options: TickOptions): Promise<number | null> {
-    const dueIn = await deps.dueInMs(options);
-    await s.write(concludeWakeState(dueIn, now()), seen?.version ?? -1);
-    return dueIn;
+  const next = concludeWakeState(dueIn, now());
+  if (next.dueAt === null) return result;
+  // Planned: the instant the platform was to wake at; one that has passed is spent (its tick ran or runs).
+  const planned = state?.dueAt ?? null;
+  if (planned === null || next.dueAt < planned || planned <= startedAt) {
+    const atMs = next.dueAt;
+    void (async () => deps.driver().onDueWork?.(atMs))().catch(warn('starting a tick for due work failed'));
   }
+  if (deps.remote) await deps.remote(Date.now() + Math.max(0, dueIn!), false).catch(warn('waking the deployment failed'));
+  return result;
+}
 
-  /** What a tick of this platform could claim: the driver's ticks, or these options widened to the deployment's longest job. */
-  function concludingOptions(options: TickOptions): TickOptions {
-    const platform = deps.driver().ticks;
-    if (platform) return platform;
-    if (options.maxJobTimeoutMs === undefined) return options;
-    const budgetMs = Math.max(options.budgetMs ?? TICK_DEFAULTS.budgetMs, options.maxJobTimeoutMs + (options.marginMs ?? TICK_DEFAULTS.marginMs));
-    return { ...options, budgetMs };
-  }
+/**
+ * A tick's conclusion: the database says when work is next due (one statement), and the state
+ * seen before the tick is replaced by that answer (or kept earlier, if lowered meanwhile).
+ */
+async function conclude(w: WakeContext, s: WakeStore, seen: WakeState | null, options: TickOptions): Promise<number | null> {
+  const dueIn = await w.deps.dueInMs(options);
+  await s.write(concludeWakeState(dueIn, w.now()), seen?.version ?? -1);
+  return dueIn;
+}
 
-  return { store, dueWork, afterWrite, tickIfDue, tick };
+/** What a tick of this platform could claim: the driver's ticks, or these options widened to the deployment's longest job. */
+function concludingOptions(w: WakeContext, options: TickOptions): TickOptions {
+  const platform = w.deps.driver().ticks;
+  if (platform) return platform;
+  if (options.maxJobTimeoutMs === undefined) return options;
+  const budgetMs = Math.max(options.budgetMs ?? TICK_DEFAULTS.budgetMs, options.maxJobTimeoutMs + (options.marginMs ?? TICK_DEFAULTS.marginMs));
+  return { ...options, budgetMs };
 }
 
 /**
