@@ -1,6 +1,6 @@
 /** What a run stores as JSON (a result, a schedule state, a step's output), checked before it is written. */
-import { describeError } from '../../core/errors.ts';
-import { findUnstorableJson } from '../../core/json.ts';
+import { describeError } from './errors.ts';
+import { findUnstorableJson } from './json.ts';
 
 /** The largest result (or setState value) a run may store, in bytes of JSON: 1 MiB. */
 export const MAX_RESULT_BYTES = 1024 * 1024;

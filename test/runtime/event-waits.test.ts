@@ -1,5 +1,5 @@
 /**
- * ctx.waitForEvent's edges (src/runtime/events/waits.ts, src/store/events.ts; issue 30): a timed
+ * ctx.waitForEvent's edges (src/runtime/steps/event-waits.ts, src/store/events.ts; issue 30): a timed
  * wait takes no event stored at or after its timeout — neither through the send's wake nor
  * through the run's own lookup, both on the database's clock; parallel waits of one job on one
  * name each take their own event, in the order they were called.

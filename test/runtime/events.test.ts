@@ -1,5 +1,5 @@
 /**
- * Events (src/runtime/events/events.ts, src/runtime/events/waits.ts, src/store/events.ts): sendEvent
+ * Events (src/runtime/events/events.ts, src/runtime/steps/event-waits.ts, src/store/events.ts): sendEvent
  * wakes the waits it finds in the statement that stores it; a wait finds an event stored before it
  * was reached; timeouts resolve null; `on:` starts one job per event; cancelOn cancels.
  */

@@ -1,7 +1,7 @@
 /** What a run stores as JSON is measured in bytes of UTF-8, as PostgreSQL receives it. */
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { toStoredJson, utf8Length } from '../../src/runtime/tick/stored-json.ts';
+import { toStoredJson, utf8Length } from '../../src/core/stored-json.ts';
 
 test('utf8Length is what TextEncoder makes of any string, lone surrogates included', () => {
   for (const s of ['', 'abc', 'é', '€', '😀', '\ud800', 'a\udfffb', '\udbff', `${'€'.repeat(1000)}😀x`]) expect(utf8Length(s), JSON.stringify(s)).toBe(new TextEncoder().encode(s).length);

@@ -1,7 +1,7 @@
 /**
  * Events (docs/steps.md, "Events"): skiplock.sendEvent, and the tasks an event starts (`on:`) and
  * cancels (`cancelOn`). The statements are in src/store/events.ts; the waits a handler makes are
- * in src/runtime/events/waits.ts.
+ * in src/runtime/steps/event-waits.ts.
  */
 import * as z from 'zod';
 import { SkiplockError, type ErrorIssue } from '../../core/errors.ts';

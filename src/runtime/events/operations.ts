@@ -11,7 +11,7 @@ import { batchDeadlockSafe } from '../../store/sql.ts';
 import type { SkiplockContext } from '../context.ts';
 import type { CallbackSigner } from './callback-token.ts';
 import { dispatchPendingWith, listEventsWith, registrationRows, sendEventWith, subscriptions, type SendEventInput, type SendEventResult, type StoredEvent } from './events.ts';
-import { callbackDataText } from './waits.ts';
+import { callbackDataText } from '../steps/event-waits.ts';
 
 export interface EventOperations {
   sendEvent(input: SendEventInput): Promise<SendEventResult>;

@@ -14,10 +14,10 @@ import { createCallbackStep, readCallbackStep, waitForEvent, type WaitRow } from
 import { toDate } from '../../store/rows.ts';
 import type { Sql } from '../../store/sql.ts';
 import type { StepFence } from '../../store/steps.ts';
-import { callbacksNotConfigured, type CallbackSigner } from './callback-token.ts';
-import { EVENT_NAME } from './names.ts';
-import { STEP_LIMITS, type StoredStep } from '../steps/types.ts';
-import { utf8Length } from '../tick/stored-json.ts';
+import { callbacksNotConfigured, type CallbackSigner } from '../events/callback-token.ts';
+import { EVENT_NAME } from '../events/names.ts';
+import { STEP_LIMITS, type StoredStep } from './types.ts';
+import { utf8Length } from '../../core/stored-json.ts';
 import type { WaitForEventOptions } from '../tasks/task.ts';
 
 /** The longest wait timeout: 365 days (as the longest sleep). */

@@ -197,7 +197,7 @@ function replayContext(replay: Replay, job: Job): TaskContext {
       return stop(replay);
     },
     patched: (id) => replay.history.patched(id).value,
-    // Events and callbacks (src/runtime/events/waits.ts): a recorded completed wait returns its stored value.
+    // Events and callbacks (src/runtime/steps/event-waits.ts): a recorded completed wait returns its stored value.
     waitForEvent: async (id) => {
       const row = reach(replay, id, 'event');
       return row !== HALT && row?.status === 'done' ? (row.output ?? null) as never : stop(replay);

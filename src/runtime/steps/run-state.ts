@@ -13,7 +13,7 @@ import type { Clock } from '../../store/clock.ts';
 import type { Sql } from '../../store/sql.ts';
 import type { MarkerRow, StepFence } from '../../store/steps.ts';
 import type { CallbackSigner } from '../events/callback-token.ts';
-import { utf8Length } from '../tick/stored-json.ts';
+import { utf8Length } from '../../core/stored-json.ts';
 import type { TaskRegistry } from '../tasks/task.ts';
 import { createHistoryCursor, type HistoryCursor } from './history.ts';
 import { STEP_LIMITS, type StoredStep } from './types.ts';

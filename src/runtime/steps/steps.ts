@@ -1,7 +1,7 @@
 /**
  * Durable steps at run time: the ctx of one run of a job (docs/steps.md) — ctx.step, ctx.sleep,
  * ctx.sleepUntil and ctx.patched here, ctx.invoke in ./invoke.ts, the event waits in
- * src/runtime/events/waits.ts, the state they share in ./run-state.ts. The job's recorded steps
+ * src/runtime/steps/event-waits.ts, the state they share in ./run-state.ts. The job's recorded steps
  * are read by the tick with its claim (loadSteps); a recorded step returns its stored outcome, a
  * new one runs and is written by one fenced statement (src/store/steps.ts) before its promise
  * resolves.
@@ -19,8 +19,8 @@ import { mapJobStep, toDate } from '../../store/rows.ts';
 import type { Row, Sql } from '../../store/sql.ts';
 import { readStepsForRun, writeSleep, writeStep } from '../../store/steps.ts';
 import { markerId } from './history.ts';
-import { createEventWaits, type EventWaits, type WaitHelpers } from '../events/waits.ts';
-import { toStoredJson } from '../tick/stored-json.ts';
+import { createEventWaits, type EventWaits, type WaitHelpers } from './event-waits.ts';
+import { toStoredJson } from '../../core/stored-json.ts';
 import type { StepContext } from '../tasks/task.ts';
 import { createInvoke } from './invoke.ts';
 import { countStep, createRunState, describeId, fence, leave, lost, never, reach, received, type RunState, type StepRuntimeDeps } from './run-state.ts';
@@ -69,7 +69,7 @@ export function createStepRuntime(deps: StepRuntimeDeps, stored: readonly Stored
     sleepUntil: (id, date) => sleepUntil(run, id, date),
     invoke: createInvoke(run),
     patched: (id) => patched(run, id),
-    // Events and callbacks (src/runtime/events/waits.ts).
+    // Events and callbacks (src/runtime/steps/event-waits.ts).
     ...createEventWaits(waitHelpers(run)),
     fatal: () => run.fatal,
   };
@@ -173,7 +173,7 @@ function patched(run: RunState, id: unknown): boolean {
   return answer.value;
 }
 
-/** What the event waits (src/runtime/events/waits.ts) take of the run. */
+/** What the event waits (src/runtime/steps/event-waits.ts) take of the run. */
 function waitHelpers(run: RunState): WaitHelpers {
   const { deps } = run;
   return {

@@ -4,7 +4,7 @@
  * claim.ts), never by a round trip of its own; only the latest value is written.
  */
 import { findUnstorableJson } from '../../core/json.ts';
-import { utf8Length } from './stored-json.ts';
+import { utf8Length } from '../../core/stored-json.ts';
 
 /** The largest progress value, in bytes of JSON (UTF-8). It is written with every heartbeat and kept in each history entry. */
 export const MAX_PROGRESS_BYTES = 2048;

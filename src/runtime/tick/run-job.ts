@@ -13,7 +13,7 @@ import type { EnqueueInput } from '../tasks/enqueue-input.ts';
 import { createStepRuntime, type StepRuntime } from '../steps/steps.ts';
 import type { StoredStep } from '../steps/types.ts';
 import { createProgressSlot, type ProgressSlot } from './progress.ts';
-import { toStoredJson } from './stored-json.ts';
+import { toStoredJson } from '../../core/stored-json.ts';
 import type { Task, TaskContext, TaskRegistry } from '../tasks/task.ts';
 
 /** Why a handler's signal was aborted. */
@@ -22,7 +22,7 @@ export type StopReason = 'timeout' | 'deadline' | 'shutdown' | 'lease-lost' | 'c
 /** How a run ended: an outcome to write, or `lost` (another worker owns the job; write nothing). */
 export type Settled = Outcome | { kind: 'lost' };
 
-export { MAX_RESULT_BYTES } from './stored-json.ts';
+export { MAX_RESULT_BYTES } from '../../core/stored-json.ts';
 
 export class JobStoppedError extends Error {
   readonly reason: StopReason;
