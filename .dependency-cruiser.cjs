@@ -1,8 +1,9 @@
 /**
  * The import rules of src/ (issue 32), run by `npm test` (`npm run check:imports`). The layers
  * point down — core → store → runtime → http → platform → entry points (src/*.ts) → app, dev —
- * and no import goes round in a circle, type-only imports included. A violation fails with the
- * rule's name and this comment's reason.
+ * and no import goes round in a circle, type-only imports included; above the runtime, a capability
+ * is used through its public face (src/runtime/<capability>/index.ts). A violation fails with the
+ * rule's name and its comment.
  */
 const above = (...layers) => `^src/(${layers.join('|')})/`;
 
@@ -49,6 +50,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/platform/' },
       to: { path: [above('dev', 'app', 'cli', 'tasks'), '^src/[^/]+\\.ts$'] },
+    },
+    {
+      name: 'runtime-through-faces',
+      comment: 'Above the runtime (http, platform, the CLI, the entry points, app, dev, client), a capability is used through its public face, src/runtime/<capability>/index.ts, or the composition, src/runtime/skiplock.ts: never by reaching into its modules.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/runtime/' },
+      to: { path: '^src/runtime/[^/]+/(?!index[.]ts$)[^/]+$' },
+    },
+    {
+      name: 'faces-are-for-the-layers-above',
+      comment: 'Inside src/runtime, modules import one another directly: a capability importing another one\'s index.ts would pull in its whole face and could close a circle through it.',
+      severity: 'error',
+      from: { path: '^src/runtime/' },
+      to: { path: '^src/runtime/[^/]+/index[.]ts$' },
     },
     {
       name: 'client-stands-alone',

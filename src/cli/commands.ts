@@ -4,9 +4,9 @@
  * src/cli/events.ts; the rest — migrate, enqueue, reschedule, tasks, pause/resume, replay, tick —
  * are here.
  */
-import type { EnqueueInput } from '../runtime/tasks/enqueue.ts';
+import type { EnqueueInput } from '../runtime/tasks/index.ts';
 import type { Skiplock } from '../runtime/skiplock.ts';
-import { taskToJson } from '../runtime/operations/tasks.ts';
+import { taskToJson } from '../runtime/operations/index.ts';
 import { jobToJson } from '../store/rows.ts';
 import { migrations } from '../store/migrations-data.ts';
 import { migrationGapNote } from '../store/migrate.ts';

@@ -3,7 +3,7 @@
  * event's `on:` jobs are left pending for another deployment) and `events list`.
  */
 import type { Skiplock } from '../runtime/skiplock.ts';
-import { eventToJson } from '../runtime/events/events.ts';
+import { eventToJson } from '../runtime/events/index.ts';
 import { expectArgs, integer, UsageError, type Values } from './args.ts';
 
 /** `events send <name> [data-json]` and `events list`. */

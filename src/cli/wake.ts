@@ -4,8 +4,8 @@
  * them, the line that says when an idle deployment finds the work and how to wake it; and a failed
  * wake said in one line.
  */
-import { checkDeployment, type DeploymentOptions } from '../runtime/wake/deployment.ts';
-import { consoleLog, type Logger } from '../runtime/observability/log.ts';
+import { checkDeployment, type DeploymentOptions } from '../runtime/wake/index.ts';
+import { consoleLog, type Logger } from '../runtime/observability/index.ts';
 import type { Values } from './args.ts';
 
 /**

@@ -4,7 +4,7 @@
  * neither a driver nor zod: only this folder.
  */
 import { errorFromResponse, SkiplockApiError } from './errors.ts';
-import type { SendEventResult } from '../runtime/events/events.ts';
+import type { SendEventResult } from '../runtime/events/index.ts';
 import type {
   ClientEnqueueInput,
   ClientScheduleInput,

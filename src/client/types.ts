@@ -3,13 +3,13 @@
  * typing of the client. Type-only: nothing here exists at run time.
  */
 import type { Job, JobStatus, JobStep, StepKind, StepStatus, TickResult } from '../core/types.ts';
-import type { ScheduleInfo } from '../runtime/schedules/schedules.ts';
-import type { ScheduleInput as LibraryScheduleInput } from '../runtime/schedules/definition.ts';
-import type { AnyTask, EnqueueInputOf, TaskList } from '../runtime/tasks/task-types.ts';
+import type { ScheduleInfo } from '../runtime/schedules/index.ts';
+import type { ScheduleInput as LibraryScheduleInput } from '../runtime/schedules/index.ts';
+import type { AnyTask, EnqueueInputOf, TaskList } from '../runtime/tasks/index.ts';
 import type { z } from 'zod';
 
 export type { JobStatus, StepKind, StepStatus };
-export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskName, TaskPayload } from '../runtime/tasks/task-types.ts';
+export type { AnyTask, EnqueueInputOf, EnqueueOptions, TaskList, TaskName, TaskPayload } from '../runtime/tasks/index.ts';
 
 /** A type as JSON carries it: each Date (or Date | null) field an ISO-8601 string (or null). */
 type AsJson<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };

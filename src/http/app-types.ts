@@ -2,7 +2,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Skiplock } from '../runtime/skiplock.ts';
-import type { TickOptions } from '../runtime/tick/tick.ts';
+import type { TickOptions } from '../runtime/tick/index.ts';
 import type { TokenGuard } from './auth.ts';
 
 export type App = OpenAPIHono;

@@ -1,7 +1,7 @@
 /** Renders metrics in the Prometheus text exposition format (version 0.0.4). Pure. */
-import type { JobStats } from '../runtime/operations/stats.ts';
-import type { FlowStatus } from '../runtime/flow/status.ts';
-import { TICK_DURATION_BUCKETS, type TickTotals } from '../runtime/tick/metrics.ts';
+import type { JobStats } from '../runtime/operations/index.ts';
+import type { FlowStatus } from '../runtime/flow/index.ts';
+import { TICK_DURATION_BUCKETS, type TickTotals } from '../runtime/tick/index.ts';
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 

@@ -3,9 +3,9 @@
  * variables over as strings (Vercel, Node) or as JSON values (wrangler `[vars]`), so both are read.
  */
 import { secretProblem } from '../http/secrets.ts';
-import type { CallbackOptions } from '../runtime/events/callback-token.ts';
-import type { TickOptions } from '../runtime/tick/tick.ts';
-import { DEFAULT_IDLE_CHECK_MS } from '../runtime/wake/state.ts';
+import type { CallbackOptions } from '../runtime/events/index.ts';
+import type { TickOptions } from '../runtime/tick/index.ts';
+import { DEFAULT_IDLE_CHECK_MS } from '../runtime/wake/index.ts';
 import { databaseUrlProblem, describeConnectionError } from '../store/drivers/database-url.ts';
 
 /** A variable set wrongly: entry points print its message alone, as one line, and exit non-zero. */

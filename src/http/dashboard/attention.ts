@@ -3,7 +3,7 @@
  * a queue whose oldest due job waits too long, and a schedule that stopped firing or whose last
  * run died. (DEAD jobs need no rule: there should be none.)
  */
-import type { ScheduleInfo } from '../../runtime/schedules/schedules.ts';
+import type { ScheduleInfo } from '../../runtime/schedules/index.ts';
 import { formatDuration } from './format.ts';
 
 export type Tone = 'ok' | 'warn' | 'bad' | 'muted';

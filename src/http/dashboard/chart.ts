@@ -3,7 +3,7 @@
  * on the server. No script and no library; each bar has a <title> for its numbers on hover.
  */
 import { html } from 'hono/html';
-import type { ActivityMinute } from '../../runtime/operations/stats.ts';
+import type { ActivityMinute } from '../../runtime/operations/index.ts';
 import { plural, type Html } from './format.ts';
 
 // About the card's width in pixels, so that the SVG's text renders near its nominal size.

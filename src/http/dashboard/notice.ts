@@ -4,7 +4,7 @@
  */
 import type { Context } from 'hono';
 import { html } from 'hono/html';
-import { isJobId } from '../../runtime/operations/admin.ts';
+import { isJobId } from '../../core/job-id.ts';
 import type { Html } from './format.ts';
 
 export const NOTICES = {

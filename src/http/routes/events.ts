@@ -3,7 +3,7 @@ import type { MiddlewareHandler } from 'hono';
 import { createRoute } from '../zod-openapi.ts';
 import type { Skiplock } from '../../runtime/skiplock.ts';
 import { SkiplockError } from '../../core/errors.ts';
-import { eventToJson } from '../../runtime/events/events.ts';
+import { eventToJson } from '../../runtime/events/index.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
 import {

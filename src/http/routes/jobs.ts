@@ -1,9 +1,9 @@
 /** /v1/jobs: enqueue (one or a batch), read, list, reschedule, cancel, retry (one, or DEAD jobs in bulk). */
 import { createRoute } from '../zod-openapi.ts';
 import { SkiplockError } from '../../core/errors.ts';
-import { refuseUnfittableTimeouts } from '../../runtime/tasks/enqueue.ts';
-import { isTraceparent } from '../../runtime/observability/tracing.ts';
-import { waitForJob } from '../../runtime/tasks/wait-for-job.ts';
+import { refuseUnfittableTimeouts } from '../../runtime/tasks/index.ts';
+import { isTraceparent } from '../../core/traceparent.ts';
+import { waitForJob } from '../../runtime/tasks/index.ts';
 import { jobDetailToJson } from '../../store/job-detail.ts';
 import { jobToJson } from '../../store/rows.ts';
 import type { App, RouteDeps } from '../app-types.ts';

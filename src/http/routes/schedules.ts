@@ -2,7 +2,7 @@
 import { createRoute } from '../zod-openapi.ts';
 import * as z from 'zod';
 import { SkiplockError } from '../../core/errors.ts';
-import { scheduleToJson } from '../../runtime/schedules/schedules.ts';
+import { scheduleToJson } from '../../runtime/schedules/index.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';
 import { ListSchedulesQuery, SCHEDULE_NAME_PATTERN, ScheduleEnvelope, ScheduleInput, ScheduleList } from '../schemas/schedules.ts';

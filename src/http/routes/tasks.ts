@@ -1,6 +1,6 @@
 /** /v1/tasks: each task's counts and state; pause and resume (issue 14). */
 import { createRoute } from '../zod-openapi.ts';
-import { taskToJson } from '../../runtime/operations/tasks.ts';
+import { taskToJson } from '../../runtime/operations/index.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { TaskEnvelope, TaskList, TaskNameParam } from '../schemas/operations.ts';
 import { bearerSecurity, errorResponses, jsonContent } from '../schemas/shared.ts';

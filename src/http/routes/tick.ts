@@ -5,7 +5,7 @@
  */
 import * as z from 'zod';
 import { SkiplockError } from '../../core/errors.ts';
-import { storableInstant, toIssues } from '../../runtime/tasks/enqueue.ts';
+import { storableInstant, toIssues } from '../../runtime/tasks/index.ts';
 import { createRoute } from '../zod-openapi.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { TickResult } from '../schemas/operations.ts';

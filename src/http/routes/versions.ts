@@ -5,7 +5,7 @@
 import { createRoute } from '../zod-openapi.ts';
 import * as z from 'zod';
 import { JOB_STATUSES } from '../../core/types.ts';
-import { bulkInputSchema } from '../../runtime/operations/bulk.ts';
+import { bulkInputSchema } from '../../runtime/operations/index.ts';
 import { jobToJson } from '../../store/rows.ts';
 import type { App, RouteDeps } from '../app-types.ts';
 import { jsonBody } from '../json-body.ts';

@@ -1,7 +1,7 @@
 /** The schemas of /v1/events and /v1/callbacks (src/http/routes/events.ts, issue 24). */
 import * as z from 'zod';
-import { eventNameSchema } from '../../runtime/events/cancel-on.ts';
-import { EVENT_LIMITS, EVENT_LIST_LIMIT, sendEventInputSchema } from '../../runtime/events/events.ts';
+import { eventNameSchema } from '../../runtime/events/index.ts';
+import { EVENT_LIMITS, EVENT_LIST_LIMIT, sendEventInputSchema } from '../../runtime/events/index.ts';
 import { anyJson, instant, pageLimit, storableText } from './shared.ts';
 
 /** clone() first: see shared.ts. */

@@ -6,9 +6,9 @@
 import * as z from 'zod';
 import { ATTEMPT_OUTCOMES } from '../../core/attempt-history.ts';
 import { JOB_STATUSES, STEP_KINDS, STEP_STATUSES } from '../../core/types.ts';
-import { rescheduleInputSchema, RETRY_DEAD_LIMIT } from '../../runtime/operations/admin.ts';
-import { LIST_LIMIT } from '../../runtime/operations/read-jobs.ts';
-import { enqueueInputSchema } from '../../runtime/tasks/enqueue.ts';
+import { rescheduleInputSchema, RETRY_DEAD_LIMIT } from '../../runtime/operations/index.ts';
+import { LIST_LIMIT } from '../../runtime/operations/index.ts';
+import { enqueueInputSchema } from '../../runtime/tasks/index.ts';
 import { CHILD_LIMIT } from '../../store/job-detail.ts';
 import { anyJson, IdempotencyHeader, instant, nullableText, pageLimit, storableText } from './shared.ts';
 

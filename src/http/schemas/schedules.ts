@@ -2,8 +2,8 @@
 import * as z from 'zod';
 import { JOB_STATUSES } from '../../core/types.ts';
 import { SCHEDULE_NAME } from '../../core/schedule.ts';
-import { scheduleInputSchema } from '../../runtime/schedules/definition.ts';
-import { SCHEDULE_LIST_LIMIT } from '../../runtime/schedules/schedules.ts';
+import { scheduleInputSchema } from '../../runtime/schedules/index.ts';
+import { SCHEDULE_LIST_LIMIT } from '../../runtime/schedules/index.ts';
 import { anyJson, instant, nullableText, pageLimit } from './shared.ts';
 
 /** A schedule's name (SCHEDULE_NAME) as a pattern, for the document. */

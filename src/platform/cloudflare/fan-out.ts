@@ -11,7 +11,7 @@
  */
 import { bearerToken, safeEqual } from '../../http/auth.ts';
 import { normalizeBasePath } from '../../http/mount.ts';
-import type { TickOptions } from '../../runtime/tick/tick.ts';
+import type { TickOptions } from '../../runtime/tick/index.ts';
 import type { Deployment, Env } from './deployment.ts';
 import { inBackground } from './wait-until.ts';
 

@@ -3,7 +3,7 @@
  * (one subrequest each) — the forwarding store through which, in alarm mode, what the Worker's
  * ticks conclude reaches the object's wake state, and the minute cron's check of its alarm.
  */
-import type { WakeState, WakeStore } from '../../runtime/wake/state.ts';
+import type { WakeState, WakeStore } from '../../runtime/wake/index.ts';
 import type { DurableObjectNamespace } from './runtime-types.ts';
 
 /** What the Worker's requests need of its environment: the SKIPLOCK_TICKER binding (Env's). */

@@ -4,7 +4,7 @@
  * the next safety check; none when neither comes). One instance, single-threaded: every change
  * reads, merges (src/runtime/wake/state.ts) and writes under the object's input gate.
  */
-import { mergeLower, mergeWrite, shouldTick, type WakeState, type WakeStore } from '../../runtime/wake/state.ts';
+import { mergeLower, mergeWrite, shouldTick, type WakeState, type WakeStore } from '../../runtime/wake/index.ts';
 import type { DurableObjectStorage } from './runtime-types.ts';
 
 const KEY = 'wake';

@@ -9,10 +9,10 @@
  * (POST /cron): no statement, no tick unless the state says so. A failed alarm backs off
  * (TICKER_RETRY_BACKOFF). One instance, named "skiplock", so alarms never overlap.
  */
-import { retryDelayMs, type RetryBackoff } from '../../runtime/tick/retry-backoff.ts';
-import { isNotMigrated } from '../../runtime/operations/schema-check.ts';
-import { TICK_DEFAULTS } from '../../runtime/tick/options.ts';
-import type { TickIfDueResult } from '../../runtime/wake/wake.ts';
+import { retryDelayMs, type RetryBackoff } from '../../runtime/tick/index.ts';
+import { isNotMigrated } from '../../runtime/operations/index.ts';
+import { TICK_DEFAULTS } from '../../runtime/tick/index.ts';
+import type { TickIfDueResult } from '../../runtime/wake/index.ts';
 import type { Deployment, Env } from './deployment.ts';
 import { fanOutOnBacklog } from './fan-out.ts';
 import type { DurableObjectState } from './runtime-types.ts';

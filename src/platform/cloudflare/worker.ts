@@ -5,9 +5,9 @@
  * safety net and makes no statement while nothing is due. Budgets and limits: deployment.ts.
  */
 import { isUnder, normalizeBasePath } from '../../http/mount.ts';
-import { isNotMigrated } from '../../runtime/operations/schema-check.ts';
+import { isNotMigrated } from '../../runtime/operations/index.ts';
 import type { Skiplock } from '../../runtime/skiplock.ts';
-import type { TaskList } from '../../runtime/tasks/task-types.ts';
+import type { TaskList } from '../../runtime/tasks/index.ts';
 import { createDeployments, type Env, type WorkerOptions } from './deployment.ts';
 import { checkTicker } from './ticker-client.ts';
 import type { ExecutionContext, ScheduledController } from './runtime-types.ts';

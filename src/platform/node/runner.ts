@@ -9,11 +9,11 @@
 import { serve } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { createAppOrNotice } from '../../http/app.ts';
-import { isNotMigrated } from '../../runtime/operations/schema-check.ts';
+import { isNotMigrated } from '../../runtime/operations/index.ts';
 import type { Skiplock } from '../../runtime/skiplock.ts';
-import { retryDelayMs } from '../../runtime/tick/retry-backoff.ts';
-import type { TickOptions } from '../../runtime/tick/tick.ts';
-import { sleep } from '../../runtime/wake/wake.ts';
+import { retryDelayMs } from '../../runtime/tick/index.ts';
+import type { TickOptions } from '../../runtime/tick/index.ts';
+import { sleep } from '../../runtime/wake/index.ts';
 
 export interface NodeRunnerOptions {
   skiplock: Skiplock;

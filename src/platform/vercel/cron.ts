@@ -19,8 +19,8 @@ import { bearerToken, safeEqual, type TokenGuard } from '../../http/auth.ts';
 import { normalizeBasePath } from '../../http/mount.ts';
 import type { TickResult } from '../../core/types.ts';
 import type { Skiplock } from '../../runtime/skiplock.ts';
-import type { TickOptions } from '../../runtime/tick/tick.ts';
-import type { WakeStore } from '../../runtime/wake/state.ts';
+import type { TickOptions } from '../../runtime/tick/index.ts';
+import type { WakeStore } from '../../runtime/wake/index.ts';
 
 /** Marks a tick started by another one's backlog; its value is the starter's deadline (epoch ms). */
 export const FAN_OUT_HEADER = 'x-skiplock-fan-out';

@@ -24,7 +24,7 @@
  * The consumer is recognised by the Queue Service's CloudEvent headers (`ce-type:
  * com.vercel.queue.v2beta`, `ce-vqsqueuename: <topic>`) on a POST to any path the handler serves.
  */
-import { WAKE_EARLY_MS, type WakeState } from '../../runtime/wake/state.ts';
+import { WAKE_EARLY_MS, type WakeState } from '../../runtime/wake/index.ts';
 import { ConfigError } from '../env-options.ts';
 
 /** What skiplock uses of `@vercel/queue` (pass the module: `import * as vercelQueue from '@vercel/queue'`). */

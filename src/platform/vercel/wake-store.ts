@@ -17,7 +17,7 @@
  * process's memory, which is what the Node runner keeps too.
  */
 import { getCache } from '@vercel/functions';
-import { mergeLower, mergeWrite, type WakeState, type WakeStore } from '../../runtime/wake/state.ts';
+import { mergeLower, mergeWrite, type WakeState, type WakeStore } from '../../runtime/wake/index.ts';
 
 /** The part of @vercel/functions' RuntimeCache this store uses (a test passes its own). */
 export interface RuntimeCacheLike {

@@ -4,7 +4,7 @@
  */
 import { html } from 'hono/html';
 import type { Job } from '../../../core/types.ts';
-import { RETRY_DEAD_LIMIT } from '../../../runtime/operations/admin.ts';
+import { RETRY_DEAD_LIMIT } from '../../../runtime/operations/index.ts';
 import { formatTime, relativeTime, truncate, type Html } from '../format.ts';
 import { noticeOf } from '../notice.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';

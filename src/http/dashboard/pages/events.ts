@@ -1,7 +1,7 @@
 /** GET /events: stored events, newest first (docs/steps.md, "Events"): what each woke, started and cancelled. */
 import { html } from 'hono/html';
-import { listEventsWith } from '../../../runtime/events/events.ts';
-import type { StoredEvent } from '../../../runtime/events/events.ts';
+import { listEventsWith } from '../../../runtime/events/index.ts';
+import type { StoredEvent } from '../../../runtime/events/index.ts';
 import { formatTime, relativeTime, truncate, type Html } from '../format.ts';
 import { noticeOf } from '../notice.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';

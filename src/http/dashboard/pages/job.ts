@@ -4,7 +4,7 @@ import { SkiplockError } from '../../../core/errors.ts';
 import type { Job, JobDetail } from '../../../core/types.ts';
 import { formatDuration, formatTime, jsonBlock, relativeTime, statusBadge, type Html } from '../format.ts';
 import { noticeOf } from '../notice.ts';
-import { describeFlowWait, type FlowWait } from '../../../runtime/flow/status.ts';
+import { describeFlowWait, type FlowWait } from '../../../runtime/flow/index.ts';
 import { isRetrying } from './jobs.ts';
 import { attemptTimeline, observabilityFacts } from './job-timeline.ts';
 import { childrenSection, currentEventWait, currentSleep, eventWaitReason, parentFact, sleepingReason, stepsSection, waitingForChildren } from './job-steps.ts';

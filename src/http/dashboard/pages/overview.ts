@@ -1,10 +1,10 @@
 /** GET /: counts by status and task, the queue's lag, the last hour as a chart, and what needs attention. */
 import { html } from 'hono/html';
 import { JOB_STATUSES, type JobStatus } from '../../../core/types.ts';
-import type { JobStats } from '../../../runtime/operations/stats.ts';
-import type { FlowStatus } from '../../../runtime/flow/status.ts';
+import type { JobStats } from '../../../runtime/operations/index.ts';
+import type { FlowStatus } from '../../../runtime/flow/index.ts';
 import { countUnclaimableJobs } from '../../../store/dashboard.ts';
-import { SCHEDULE_LIST_LIMIT, type ScheduleInfo } from '../../../runtime/schedules/schedules.ts';
+import { SCHEDULE_LIST_LIMIT, type ScheduleInfo } from '../../../runtime/schedules/index.ts';
 import { queueLagTone, scheduleHealth, type Tone } from '../attention.ts';
 import { activityChart } from '../chart.ts';
 import { formatDuration, plural, type Html } from '../format.ts';

@@ -1,6 +1,6 @@
 /** GET /schedules: every schedule with its timing, next and last firing, and its last run's status; 100 a page, by name. */
 import { html } from 'hono/html';
-import type { ScheduleInfo } from '../../../runtime/schedules/schedules.ts';
+import type { ScheduleInfo } from '../../../runtime/schedules/index.ts';
 import { scheduleHealth } from '../attention.ts';
 import { formatDuration, relativeTime, statusBadge, toneBadge, type Html } from '../format.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';

@@ -1,7 +1,7 @@
 /** GET /tasks: every task's jobs by status, paused or active, with a Pause / Resume button each. */
 import { html } from 'hono/html';
 import { JOB_STATUSES } from '../../../core/types.ts';
-import type { TaskInfo } from '../../../runtime/operations/tasks.ts';
+import type { TaskInfo } from '../../../runtime/operations/index.ts';
 import { formatTime, relativeTime, toneBadge, type Html } from '../format.ts';
 import { noticeOf } from '../notice.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
