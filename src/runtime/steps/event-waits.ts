@@ -31,6 +31,8 @@ export interface WaitHelpers {
   /** A recorded step by id (the claim's read), without taking a place in the order. */
   recorded(id: string): StoredStep | undefined;
   fence(): StepFence;
+  /** Before a step write: the run's stream chunks flushed (false: the lease was lost). */
+  flushStreams(): Promise<boolean>;
   leave<T>(outcome: Outcome): Promise<T>;
   /** The lease was lost: the run is stopped; the promise never settles. */
   lost<T>(): Promise<T>;
@@ -129,6 +131,7 @@ async function waitForEventStep(h: WaitHelpers, waits: WaitState, id: string, op
   const { seq, row } = h.reach(id, 'event');
   const what = `the event wait ${JSON.stringify(id)} took`;
   if (row?.status === 'done') return taken(h, what, seq, row.output, true);
+  if (!(await h.flushStreams())) return h.lost();
   const turn = waits.queue.then(() =>
     h.sql.batch([
       eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
@@ -157,6 +160,7 @@ async function createCallback(h: WaitHelpers, waits: WaitState, id: string, opti
   if (!h.callbacks) throw callbacksNotConfigured();
   const { seq, row } = h.reach(id, 'callback');
   if (!row) {
+    if (!(await h.flushStreams())) return h.lost();
     const [written] = await h.sql.query(createCallbackStep({ ...h.fence(), id, seq, timeoutMs }));
     if (!written) return h.lost();
   }
