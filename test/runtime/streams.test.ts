@@ -191,19 +191,20 @@ describe('ctx.stream: exactly once', () => {
         out.write('in-a');
         return 1;
       });
+      if (ctx.attempt === 1) throw new Error('fails once after step a'); // 'after-a' takes a place of its own on the retry
       out.write('after-a');
       await ctx.step('b', () => {
         out.write(`in-b-${ctx.attempt}`);
-        if (ctx.attempt === 1) throw new Error('b fails once');
+        if (ctx.attempt === 2) throw new Error('b fails once');
         return 2;
       });
       out.write('end');
       return 'ok';
     });
-    const { job } = await runOne(t, db.sql, 2);
-    expect(runs).toEqual([1, 2]);
+    const { job } = await runOne(t, db.sql, 3);
+    expect(runs).toEqual([1, 2, 3]);
     expect(job.status).toBe('DONE');
-    expect(await stored(job.id)).toEqual(['before', 'in-a', 'after-a', 'in-b-1', 'end'].map((data, i) => ({ seq: i + 1, data })));
+    expect(await stored(job.id)).toEqual(['before', 'in-a', 'after-a', 'in-b-2', 'end'].map((data, i) => ({ seq: i + 1, data })));
   });
 
   test('a run that crashed after its chunks were flushed (its lease expired, reaped): the next run adds no duplicate', async () => {
