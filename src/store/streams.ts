@@ -49,11 +49,14 @@ export function flushChunks(p: ChunkFence & { chunks: readonly ChunkRow[] }): St
          FROM fence f CROSS JOIN input i
         WHERE NOT EXISTS (SELECT 1 FROM skiplock.job_stream_chunk c WHERE c.job_id = f.id AND c.stream = i.s AND c.segment = i.g AND c.ordinal = i.o)
      ),
+     top AS (
+       SELECT t.s, coalesce((SELECT max(c.seq) FROM skiplock.job_stream_chunk c WHERE c.job_id = $2::bigint AND c.stream = t.s), 0) AS seq
+         FROM (SELECT DISTINCT s FROM fresh) t
+     ),
      written AS (
        INSERT INTO skiplock.job_stream_chunk (job_id, stream, seq, segment, ordinal, data, bytes, created_at)
-       SELECT x.job_id, x.s, coalesce((SELECT max(c.seq) FROM skiplock.job_stream_chunk c WHERE c.job_id = x.job_id AND c.stream = x.s), 0) + x.k,
-              x.g, x.o, x.d, x.b, ${NOW}
-         FROM fresh x
+       SELECT x.job_id, x.s, t.seq + x.k, x.g, x.o, x.d, x.b, ${NOW}
+         FROM fresh x JOIN top t ON t.s = x.s
        ON CONFLICT (job_id, stream, segment, ordinal) DO NOTHING
        RETURNING 1
      )
