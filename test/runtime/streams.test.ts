@@ -113,6 +113,24 @@ describe('ctx.stream: order and batching', () => {
     expect(await skiplock.readStream(jobId)).toMatchObject({ chunks: [{ seq: 1, data: 'before' }, { seq: 2, data: 'inside' }, { seq: 3, data: 'last' }], done: true });
   });
 
+  test('a run that leaves the invocation (a sleep, an event wait) stored its chunks before: the reader sees them while the job waits', async () => {
+    const t = task('leaving', async (ctx) => {
+      const out = ctx.stream();
+      out.write('before the nap');
+      await ctx.sleep('nap', 0); // over at once
+      out.write('before the wait');
+      await ctx.waitForEvent('wait', { event: 'go', timeoutMs: 3_600_000 });
+      out.write('after the wait');
+      return null;
+    });
+    const { skiplock, job } = await runOne(t);
+    expect(job.status).not.toBe('RUNNING');
+    expect(await skiplock.readStream(job.id)).toMatchObject({ chunks: [{ seq: 1, data: 'before the nap' }, { seq: 2, data: 'before the wait' }], done: false });
+    await skiplock.sendEvent({ name: 'go' });
+    await skiplock.tick({ untilIdle: true });
+    expect(await skiplock.readStream(job.id)).toMatchObject({ chunks: [{ data: 'before the nap' }, { data: 'before the wait' }, { seq: 3, data: 'after the wait' }], done: true });
+  });
+
   test('close() flushes now; a write after it is a TypeError', async () => {
     const seen: unknown[][] = [];
     let afterClose: unknown;

@@ -131,12 +131,12 @@ async function waitForEventStep(h: WaitHelpers, waits: WaitState, id: string, op
   const { seq, row } = h.reach(id, 'event');
   const what = `the event wait ${JSON.stringify(id)} took`;
   if (row?.status === 'done') return taken(h, what, seq, row.output, true);
-  if (!(await h.flushStreams())) return h.lost();
-  const turn = waits.queue.then(() =>
-    h.sql.batch([
+  // Queued at once (the waits called together are recorded in call order), the run's stream chunks flushed first.
+  const turn = waits.queue.then(async () =>
+    (await h.flushStreams()) ? h.sql.batch([
       eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
       waitForEvent({ ...h.fence(), id, seq, isNew: row === undefined, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
-    ]),
+    ]) : [],
   );
   waits.queue = turn.catch(() => undefined);
   const [, rows] = await turn;

@@ -81,7 +81,7 @@ async function runStep<T>(run: RunState, id: string, fn: (step: StepContext) => 
   const { seq, row } = reach(run, id, 'step');
   if (typeof fn !== 'function') throw permanentTypeError(`ctx.step(${JSON.stringify(id)}): the second argument must be a function`);
   if (row?.status === 'done') return row.output as Awaited<T>;
-  if (mustYield(run)) return leave<Awaited<T>>(run, { kind: 'suspend', runAt: null });
+  if (mustYield(run)) return (await flushStreams(run)) ? leave<Awaited<T>>(run, { kind: 'suspend', runAt: null }) : never<Awaited<T>>();
   run.ranOne = true;
   const started = performance.now();
   const isNew = row === undefined;
