@@ -72,6 +72,25 @@ describe('ctx.stream: order and batching', () => {
     expect(counted.counts.flushes).toBeLessThanOrEqual(5);
   });
 
+  test('a steady writer over a slow database costs a flush per 100 ms, not one per round trip', async () => {
+    const counted = counting(db.sql);
+    const slow: Sql = { ...counted.sql, query: async (s) => (s.text.includes('job_stream_chunk') ? (await sleep(40), counted.sql.query(s)) : counted.sql.query(s)) };
+    let written = 0;
+    const t = task('steady', async (ctx) => {
+      const out = ctx.stream();
+      const started = performance.now();
+      while (performance.now() - started < 500) {
+        out.write(++written);
+        await sleep(2);
+      }
+      return null;
+    });
+    const { job } = await runOne(t, slow);
+    expect((await stored(job.id)).map((r) => r.seq)).toEqual(Array.from({ length: written }, (_, i) => i + 1));
+    // 500 ms of writing: about 500 / (100 + 40) flushes, and the last one; one per 40 ms round trip would be 12 or more.
+    expect(counted.counts.flushes).toBeLessThanOrEqual(8);
+  });
+
   test('streams are numbered each on its own; a run that writes nothing sends no flush', async () => {
     const counted = counting(db.sql);
     const t = task('two-streams', (ctx) => {

@@ -128,14 +128,20 @@ function flush(s: State): Promise<boolean> {
   return next;
 }
 
-/** Sends the buffer, in statements of at most flushChunks chunks and flushBytes bytes (one, almost always). */
+/**
+ * Sends what is buffered now, in statements of at most flushChunks chunks and flushBytes bytes
+ * (one, almost always). Chunks written while it is under way wait for the next flush (their
+ * timer, or a full buffer): a steady writer costs a flush per flushMs whatever the round trip.
+ */
 async function send(s: State): Promise<boolean> {
   s.queued = false;
   clearTimeout(s.timer);
   s.timer = undefined;
   const { deps } = s;
-  while (s.buffer.length > 0 && !s.stopped) {
-    const batch = take(s);
+  let left = s.buffer.length;
+  while (left > 0 && !s.stopped) {
+    const batch = take(s, left);
+    left -= batch.length;
     let held: boolean;
     try {
       const [row] = await deps.sql.query(flushChunks({ now: deps.now(), jobId: deps.job.id, lockedBy: deps.job.lockedBy ?? '', attempt: deps.job.attempts, chunks: batch }));
@@ -154,10 +160,10 @@ async function send(s: State): Promise<boolean> {
   return !s.lost;
 }
 
-function take(s: State): ChunkRow[] {
+function take(s: State, most: number): ChunkRow[] {
   let n = 0;
   let bytes = 0;
-  while (n < s.buffer.length && n < STREAM_LIMITS.flushChunks && (n === 0 || bytes + s.buffer[n]!.bytes <= STREAM_LIMITS.flushBytes)) bytes += s.buffer[n++]!.bytes;
+  while (n < most && n < STREAM_LIMITS.flushChunks && (n === 0 || bytes + s.buffer[n]!.bytes <= STREAM_LIMITS.flushBytes)) bytes += s.buffer[n++]!.bytes;
   s.bufferedBytes -= bytes;
   return s.buffer.splice(0, n);
 }
