@@ -13,6 +13,7 @@ export type { AttemptOutcome, AttemptRecord } from './core/attempt-history.ts';
 export { defineTask, type CancelOnEvent, type StepContext, type Task, type TaskContext, type TaskDefinition, type WaitForEventOptions } from './runtime/tasks/index.ts';
 export type { SendEventInput, SendEventResult, StoredEvent } from './runtime/events/index.ts';
 export type { CallbackOptions } from './runtime/events/index.ts';
+export type { ReadStreamOptions, ReadStreamResult, StreamChunk, StreamWriter } from './runtime/streams/index.ts';
 export type { AnyTask, EnqueueInputOf, Register, RegisteredTaskName, RegisteredTasks, EnqueueOptions, TaskList, TaskMap, TaskName, TaskPayload, TaskPayloadOutput } from './runtime/tasks/index.ts';
 export type { EnqueueInput, EnqueueResult } from './runtime/tasks/index.ts';
 export type { TickOptions } from './runtime/tick/index.ts';

@@ -44,6 +44,7 @@ import { createWakeOperations } from './wake/operations.ts';
 import { createCallbackSigner, type CallbackOptions } from './events/callback-token.ts';
 import type { SendEventInput, SendEventResult, StoredEvent } from './events/events.ts';
 import { createEventDispatch, createEventOperations, createRegistration } from './events/operations.ts';
+import { readStreamWith, type ReadStreamOptions, type ReadStreamResult } from './streams/read.ts';
 
 export type { Logger };
 
@@ -248,6 +249,13 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
    * checks out. Reads and writes nothing; the HTTP API asks it before reading a callback's body.
    */
   isCallbackToken(token: string): Promise<boolean>;
+  /**
+   * A page of a job's stream (ctx.stream, docs/streams.md), in one statement: its chunks after
+   * `after` (a seq; default 0) in order — at most `limit` (default 100, at most 1000) and about
+   * 1 MiB of JSON — and `done`, true once the job is finished and the page ends with its last
+   * chunk. SkiplockError invalid_request for a bad id or option, not_found for no such job.
+   */
+  readStream(jobId: string, options?: ReadStreamOptions): Promise<ReadStreamResult>;
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
@@ -285,6 +293,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     reap: maintenance.reap,
     prune: maintenance.prune,
     getJob: (id) => readJob(ctx.sql, id),
+    readStream: (jobId, options) => readStreamWith(ctx.sql, jobId, options),
     migrate: createMigrate(ctx, config.sql, registration),
     ensureSchema: schema.ensure,
     schemaStatus: schema.status,

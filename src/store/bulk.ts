@@ -13,6 +13,7 @@ import { clock, type Clock } from './clock.ts';
 import { CANCEL_SET, RETRIED, descendantsCtes } from './admin.ts';
 import { statement, type Statement } from './sql.ts';
 import { fanInCtes, reopenParentStepCtes } from './steps.ts';
+import { deleteChunksCte } from './streams.ts';
 
 /** Which jobs: every field given must hold. */
 export interface BulkWhereRow {
@@ -152,13 +153,14 @@ export function cancelJobs(p: { now: Clock; ids: readonly string[]; where?: Bulk
 
 /**
  * Deletes these jobs if finished (DONE, DEAD, CANCELLED) and still matching `where` (re-checked
- * on the rows as they are now); their steps go with them. One row: `changed`.
+ * on the rows as they are now); their steps and their streams' chunks go with them. One row: `changed`.
  */
 export function deleteJobs(p: { ids: readonly string[]; where?: BulkWhereRow | null }): Statement {
   const values: unknown[] = [p.ids];
   const filter = andAll(bulkWhereSql(p.where, values));
   return statement(
-    `WITH gone AS (DELETE FROM skiplock.job j WHERE j.id = ANY ($1::bigint[]) AND j.status IN ('DONE', 'DEAD', 'CANCELLED')${filter} RETURNING 1)
+    `WITH gone AS (DELETE FROM skiplock.job j WHERE j.id = ANY ($1::bigint[]) AND j.status IN ('DONE', 'DEAD', 'CANCELLED')${filter} RETURNING j.id),
+     ${deleteChunksCte('gone')}
      SELECT count(*)::int AS changed FROM gone`,
     values,
   );

@@ -5,6 +5,7 @@
  */
 import { MS, NOW, clock, type Clock } from './clock.ts';
 import { statement, type Statement } from './sql.ts';
+import { deleteChunksCte } from './streams.ts';
 
 export interface RetentionParams {
   now: Clock;
@@ -38,7 +39,9 @@ export function pruneFinishedJobs(p: RetentionParams): Statement {
         LIMIT $5
         FOR UPDATE SKIP LOCKED
      ),
-     deleted AS (DELETE FROM skiplock.job j USING doomed WHERE j.id = doomed.id RETURNING 1)${p.eventsMs === undefined ? '' : `,
+     deleted AS (DELETE FROM skiplock.job j USING doomed WHERE j.id = doomed.id RETURNING j.id),
+     -- Their streams' chunks go with them (migrations/019_streams.sql: no foreign key).
+     ${deleteChunksCte('deleted')}${p.eventsMs === undefined ? '' : `,
      -- Events past their retention (event_created_idx): the retention pass stays one statement.
      old_events AS MATERIALIZED (SELECT id FROM skiplock.event WHERE created_at < ${NOW} - $6::bigint ${MS} ORDER BY created_at LIMIT $5),
      deleted_events AS (DELETE FROM skiplock.event e USING old_events o WHERE e.id = o.id RETURNING 1)`}

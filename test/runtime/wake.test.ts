@@ -251,7 +251,7 @@ const TICKS = ['tick', 'tickIfDue'];
 const NONE = [
   'activity', 'checkReplay', 'currentTime', 'deadByTask', 'deleteSchedule', 'enqueueStatement', 'ensureSchema', 'flowStatus', 'flowWait', 'getJob',
   'getJobDetail', 'getSchedule', 'isCallbackToken', 'listEvents', 'listJobs', 'listSchedules', 'listTasks', 'migrate', 'msUntilNextWork', 'pauseTask',
-  'ping', 'prune', 'schedules', 'schemaStatus', 'setWakeDriver', 'sql', 'stats', 'tasks', 'tickTotals', 'waitForJob',
+  'ping', 'prune', 'readStream', 'schedules', 'schemaStatus', 'setWakeDriver', 'sql', 'stats', 'tasks', 'tickTotals', 'waitForJob',
 ];
 
 test('every operation of a skiplock is sorted by what it does to due work', () => {

@@ -31,6 +31,8 @@ export interface WaitHelpers {
   /** A recorded step by id (the claim's read), without taking a place in the order. */
   recorded(id: string): StoredStep | undefined;
   fence(): StepFence;
+  /** Before a step write: the run's stream chunks flushed (false: the lease was lost). */
+  flushStreams(): Promise<boolean>;
   leave<T>(outcome: Outcome): Promise<T>;
   /** The lease was lost: the run is stopped; the promise never settles. */
   lost<T>(): Promise<T>;
@@ -129,11 +131,12 @@ async function waitForEventStep(h: WaitHelpers, waits: WaitState, id: string, op
   const { seq, row } = h.reach(id, 'event');
   const what = `the event wait ${JSON.stringify(id)} took`;
   if (row?.status === 'done') return taken(h, what, seq, row.output, true);
-  const turn = waits.queue.then(() =>
-    h.sql.batch([
+  // Queued at once (the waits called together are recorded in call order), the run's stream chunks flushed first.
+  const turn = waits.queue.then(async () =>
+    (await h.flushStreams()) ? h.sql.batch([
       eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
       waitForEvent({ ...h.fence(), id, seq, isNew: row === undefined, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
-    ]),
+    ]) : [],
   );
   waits.queue = turn.catch(() => undefined);
   const [, rows] = await turn;
@@ -157,6 +160,7 @@ async function createCallback(h: WaitHelpers, waits: WaitState, id: string, opti
   if (!h.callbacks) throw callbacksNotConfigured();
   const { seq, row } = h.reach(id, 'callback');
   if (!row) {
+    if (!(await h.flushStreams())) return h.lost();
     const [written] = await h.sql.query(createCallbackStep({ ...h.fence(), id, seq, timeoutMs }));
     if (!written) return h.lost();
   }

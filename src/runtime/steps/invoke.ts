@@ -9,7 +9,7 @@ import { ChildJobError, isPermanent, PermanentError, SkiplockError } from '../..
 import { invokeChildren, type InvokeRow } from '../../store/steps.ts';
 import { prepareEnqueue, refuseUnfittableTimeouts } from '../tasks/enqueue.ts';
 import type { TaskRegistry } from '../tasks/task.ts';
-import { fence, leave, reach, stoppedError, type RunState } from './run-state.ts';
+import { fence, flushStreams, leave, reach, stoppedError, type RunState } from './run-state.ts';
 import type { StoredStep } from './types.ts';
 
 interface PendingInvoke {
@@ -78,6 +78,7 @@ async function flushInvokes(run: RunState, batch: readonly PendingInvoke[]): Pro
     return;
   }
   try {
+    if (!(await flushStreams(run))) return;
     const rows = await deps.sql.query(invokeChildren({ ...fence(run), children: batch.map((b) => b.row) }));
     if (rows.length === 0) {
       // Lost the lease, or asked to stop (cancel): the heartbeat says which, and stops the run.

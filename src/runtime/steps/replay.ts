@@ -206,6 +206,8 @@ function replayContext(replay: Replay, job: Job): TaskContext {
       const row = reach(replay, id, 'callback');
       return row !== HALT && row !== undefined ? { url: '(a callback URL)' } : stop(replay);
     },
+    // A replay writes nothing: a stream's chunks are dropped.
+    stream: () => ({ write: () => {}, close: async () => {} }),
     waitForCallback: async (id) => {
       const row = replay.stored.find((s) => s.id === id && s.kind === 'callback');
       return row?.status === 'done' ? (row.output ?? null) as never : stop(replay);

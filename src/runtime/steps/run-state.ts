@@ -43,6 +43,12 @@ export interface StepRuntimeDeps {
   ended(): boolean;
   /** Signs callback URLs (ctx.createCallback); absent when the deployment has none configured. */
   callbacks?: CallbackSigner | undefined;
+  /**
+   * Flushes the run's buffered stream chunks (src/runtime/streams/writer.ts) before a step is
+   * recorded, so a chunk written inside a step is stored no later than the step; false when the
+   * lease was lost (the run is stopped). Absent: nothing to flush.
+   */
+  flushStreams?(): Promise<boolean>;
 }
 
 export interface RunState {
@@ -104,6 +110,11 @@ function takeMarkers(run: RunState): MarkerRow[] {
   const taken = run.markers;
   run.markers = [];
   return taken;
+}
+
+/** Before a step write: the run's stream chunks flushed (false: the lease was lost, the run is stopped). */
+export function flushStreams(run: RunState): Promise<boolean> {
+  return run.deps.flushStreams?.() ?? Promise.resolve(true);
 }
 
 /** Ends the run with a suspension; the caller's promise never settles. */

@@ -23,7 +23,7 @@ import { createEventWaits, type EventWaits, type WaitHelpers } from './event-wai
 import { toStoredJson } from '../../core/stored-json.ts';
 import type { StepContext } from '../tasks/task.ts';
 import { createInvoke } from './invoke.ts';
-import { countStep, createRunState, describeId, fence, leave, lost, never, reach, received, type RunState, type StepRuntimeDeps } from './run-state.ts';
+import { countStep, createRunState, describeId, fence, flushStreams, leave, lost, never, reach, received, type RunState, type StepRuntimeDeps } from './run-state.ts';
 import { STEP_LIMITS, type StoredStep } from './types.ts';
 
 export { STEP_LIMITS, type StoredStep } from './types.ts';
@@ -81,7 +81,7 @@ async function runStep<T>(run: RunState, id: string, fn: (step: StepContext) => 
   const { seq, row } = reach(run, id, 'step');
   if (typeof fn !== 'function') throw permanentTypeError(`ctx.step(${JSON.stringify(id)}): the second argument must be a function`);
   if (row?.status === 'done') return row.output as Awaited<T>;
-  if (mustYield(run)) return leave<Awaited<T>>(run, { kind: 'suspend', runAt: null });
+  if (mustYield(run)) return (await flushStreams(run)) ? leave<Awaited<T>>(run, { kind: 'suspend', runAt: null }) : never<Awaited<T>>();
   run.ranOne = true;
   const started = performance.now();
   const isNew = row === undefined;
@@ -120,6 +120,7 @@ function mustYield(run: RunState): boolean {
 
 /** The fenced step write; false (and the run stopped) when the lease was lost. */
 async function write(run: RunState, id: string, seq: number, isNew: boolean, outcome: { status: 'done' | 'failed'; output: string | null; error: string | null }, started: number): Promise<boolean> {
+  if (!(await flushStreams(run))) return false;
   const [row] = await run.deps.sql.query(writeStep({ ...fence(run), id, seq, isNew, ...outcome, durationMs: performance.now() - started }));
   if (Number(row?.held ?? 0) === 1) return true;
   run.deps.leaseLost();
@@ -152,6 +153,7 @@ async function sleepStep(run: RunState, id: string, ms: number, until: Date | nu
     // Woken before its time (a person's "run now"): back to sleep until then.
     return leave(run, { kind: 'suspend', runAt: row.wakeAt!.toISOString() });
   }
+  if (!(await flushStreams(run))) return lost(run);
   const [written] = await run.deps.sql.query(writeSleep({ ...fence(run), id, seq, until: until?.toISOString() ?? null, ms }));
   if (!written) return lost(run);
   if (written.status === 'done') return;
@@ -183,6 +185,7 @@ function waitHelpers(run: RunState): WaitHelpers {
     reach: (id, kind) => reach(run, id, kind),
     recorded: (id) => run.stored.find((s) => s.id === id),
     fence: () => fence(run),
+    flushStreams: () => flushStreams(run),
     leave: <T>(outcome: Outcome) => leave<T>(run, outcome),
     lost: <T>() => lost<T>(run),
     received: (what, seq, output, recorded) => received(run, what, seq, output, recorded),

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { invalidBackoff, type Backoff } from '../../core/backoff.ts';
 import { SkiplockError } from '../../core/errors.ts';
 import type { Job } from '../../core/types.ts';
+import type { StreamWriter } from '../streams/writer.ts';
 import type { RegisteredEnqueueInput, RegisteredPayloadArgs, RegisteredTaskName } from './registered.ts';
 
 /**
@@ -99,6 +100,14 @@ export interface TaskContext<Payload = unknown> {
   createCallback(id: string, options?: { timeoutMs?: number }): Promise<{ url: string }>;
   /** Suspends this job until the callback `id` (createCallback) is called: its `{ data }`, or null after its timeout. */
   waitForCallback<D = unknown>(id: string): Promise<{ data: D } | null>;
+  /**
+   * A stream of this run's output (docs/streams.md), read by skiplock.readStream while the job
+   * runs: `write(chunk)` buffers a chunk (JSON or a string, at most 64 KiB) with no round trip;
+   * chunks are stored in order within 100 ms, at every step boundary and before the job is DONE.
+   * A replayed or retried run does not store a chunk twice (the first write wins). `name`:
+   * 1 to 64 of A-Z a-z 0-9 _ . : - (default 'default').
+   */
+  stream(name?: string): StreamWriter;
 }
 
 export interface WaitForEventOptions {

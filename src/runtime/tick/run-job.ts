@@ -11,6 +11,7 @@ import type { Sql } from '../../store/sql.ts';
 import type { CallbackSigner } from '../events/callback-token.ts';
 import type { EnqueueInput } from '../tasks/enqueue-input.ts';
 import { createStepRuntime, type StepRuntime } from '../steps/steps.ts';
+import { createRunStreams, type RunStreams } from '../streams/writer.ts';
 import type { StoredStep } from '../steps/types.ts';
 import { createProgressSlot, type ProgressSlot } from './progress.ts';
 import { toStoredJson } from '../../core/stored-json.ts';
@@ -94,6 +95,8 @@ interface Run {
   nextState: { value: unknown } | undefined;
   /** The run's durable steps (openSteps); undefined for a task not registered here. */
   durable: StepRuntime | undefined;
+  /** The run's streams (ctx.stream): flushed at step boundaries and before the outcome is decided. */
+  readonly streams: RunStreams;
 }
 
 /** A run's state before its handler starts: its signal, the promise it settles, its task (undefined: not registered here). */
@@ -106,17 +109,20 @@ function openRun(job: Job, deps: RunDeps): Run {
     resolve = r;
   });
   const task = deps.registry.get(job.task);
-  return {
+  const run: Run = {
     job, deps, controller, startedAt, progress, settled, resolve,
     ended: false, reason: undefined, timeoutTimer: undefined, abandonTimer: undefined,
     task, backoff: task?.backoff, nextState: undefined, durable: undefined,
+    streams: createRunStreams({ sql: deps.sql, now: deps.now, job, leaseLost: () => stopRun(run, 'lease-lost') }),
   };
+  return run;
 }
 
 /** Settles the run, once: its timers cleared, `ended` set. */
 function finish(run: Run, value: Settled): void {
   if (run.ended) return;
   run.ended = true;
+  run.streams.dispose();
   clearTimeout(run.timeoutTimer);
   clearTimeout(run.abandonTimer);
   run.resolve(value);
@@ -164,6 +170,7 @@ function openSteps(run: Run, steps: readonly StoredStep[]): StepRuntime {
       maxJobTimeoutMs: deps.maxJobTimeoutMs,
       elapsedMs: () => performance.now() - run.startedAt,
       suspend: (outcome) => suspend(run, outcome),
+      flushStreams: () => run.streams.flush(),
       leaseLost: () => stopRun(run, 'lease-lost'),
       heartbeat: () => heartbeat(run),
       ended: () => run.ended,
@@ -189,9 +196,28 @@ function startHandler(run: Run): void {
   Promise.resolve()
     .then(() => task.handler(payload.data, ctx))
     .then(
-      (value) => finish(run, decide(run, afterSuccess, value)),
-      (error: unknown) => finish(run, decide(run, afterFailure, error)),
+      // The chunks the run wrote are stored before its outcome is decided (and written: DONE).
+      (value) => flushAtEnd(run).then(() => finish(run, decide(run, afterSuccess, value)), (error: unknown) => finish(run, decide(run, afterFailure, error))),
+      (error: unknown) => flushAtEnd(run).catch(() => {}).then(() => finish(run, decide(run, afterFailure, error))),
     );
+}
+
+/** The end of a run: its buffered stream chunks flushed (a lost lease stops the run: its outcome is `lost`). */
+async function flushAtEnd(run: Run): Promise<void> {
+  if (!run.ended) await run.streams.flush();
+}
+
+/** A step kind's call: a step boundary when it is called and when it returns (src/runtime/streams/writer.ts, the chunks' places). */
+function bounded<T>(run: Run, call: () => Promise<T>): Promise<T> {
+  run.streams.boundary();
+  const after = () => run.streams.boundary();
+  return call().then(
+    (value) => (after(), value),
+    (error: unknown) => {
+      after();
+      throw error;
+    },
+  );
 }
 
 /** The handler's `ctx`. */
@@ -210,15 +236,17 @@ function taskContext(run: Run): TaskContext {
       if (job.scheduleName === null) throw new TypeError('setState: this job was not fired by a schedule');
       run.nextState = { value };
     },
-    // Durable steps (src/runtime/steps/steps.ts).
-    step: (id, fn) => run.durable!.step(id, fn),
-    sleep: (id, ms) => run.durable!.sleep(id, ms),
-    sleepUntil: (id, date) => run.durable!.sleepUntil(id, date),
-    invoke: (id, task, ...payload) => run.durable!.invoke(id, task, payload[0]),
+    // Durable steps (src/runtime/steps/steps.ts), each a step boundary for the streams.
+    step: (id, fn) => bounded(run, () => run.durable!.step(id, fn)),
+    sleep: (id, ms) => bounded(run, () => run.durable!.sleep(id, ms)),
+    sleepUntil: (id, date) => bounded(run, () => run.durable!.sleepUntil(id, date)),
+    invoke: (id, task, ...payload) => bounded(run, () => run.durable!.invoke(id, task, payload[0])),
     patched: (id) => run.durable!.patched(id),
-    waitForEvent: (id, options) => run.durable!.waitForEvent(id, options) as never,
-    createCallback: (id, options) => run.durable!.createCallback(id, options),
-    waitForCallback: (id) => run.durable!.waitForCallback(id) as never,
+    waitForEvent: (id, options) => bounded(run, () => run.durable!.waitForEvent(id, options)) as never,
+    createCallback: (id, options) => bounded(run, () => run.durable!.createCallback(id, options)),
+    waitForCallback: (id) => bounded(run, () => run.durable!.waitForCallback(id)) as never,
+    // Streams (src/runtime/streams/writer.ts).
+    stream: (name) => run.streams.open(name),
   };
 }
 
