@@ -44,8 +44,11 @@ export interface Job<Payload = unknown> {
   stepCount: number;
 }
 
-/** `patch`: a ctx.patched marker (migration 017), stored as `patched:<id>`; `event`, `callback`: ctx.waitForEvent, ctx.createCallback (migration 016). */
-export const STEP_KINDS = ['step', 'sleep', 'invoke', 'patch', 'event', 'callback'] as const;
+/**
+ * `patch`: a ctx.patched marker (migration 017), stored as `patched:<id>`; `event`, `callback`:
+ * ctx.waitForEvent, ctx.createCallback (migration 016); `any-event`: ctx.waitForAny (migration 020).
+ */
+export const STEP_KINDS = ['step', 'sleep', 'invoke', 'patch', 'event', 'callback', 'any-event'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 export const STEP_STATUSES = ['done', 'failed', 'sleeping', 'waiting'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
@@ -55,7 +58,7 @@ export interface JobStep {
   id: string;
   seq: number;
   kind: StepKind;
-  /** step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed; patch: done; event, callback: waiting | done (wakeAt: the timeout). */
+  /** step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed; patch: done; event, callback, any-event: waiting | done (wakeAt: the timeout). */
   status: StepStatus;
   /** A step's stored output, or an invoked child's result. */
   output: unknown;
@@ -75,6 +78,8 @@ export interface JobStep {
   eventName?: string | null;
   eventKey?: string | null;
   eventId?: string | null;
+  /** any-event (ctx.waitForAny): the alternatives waited for, in the handler's order (key null: any key). */
+  eventAlternatives?: { event: string; key: string | null }[];
 }
 
 /** A job that ctx.invoke enqueued, as its parent's page lists it. */

@@ -53,38 +53,29 @@ export interface WaitRow {
   wake_at: unknown;
 }
 
+/** The event ids this job's waits took: a wait takes none of them again (ctx.waitForEvent and ctx.waitForAny alike). */
+const CONSUMED = `ARRAY(SELECT c.event_id FROM skiplock.job_step c
+                          WHERE c.job_id = $2::bigint AND c.kind IN ('event', 'any-event') AND c.event_id IS NOT NULL)`;
+
 /**
- * ctx.waitForEvent reached (after eventLock, in one batch): the first event of this name (and
- * key) stored after the job was created and not consumed by an earlier wait of this job (the
- * event ids its other event steps recorded) completes the step at once; otherwise the step is
- * recorded waiting — or, already recorded waiting (a run resumed for another reason), looked at
- * again: completed by such an event stored before its timeout (wake_at: both instants are the
- * database's clock), timed out when its wake_at has passed, or left waiting.
- * Answers held, status, output ({data, eventId}, or null after a timeout) and wake_at.
+ * What the two event waits share (`$7` the step id, `$8` 1 when new, `$9` its seq, `$12` the
+ * timeout): the job's creation, the step as recorded (`prior`), then — after the wait's own
+ * `found` (at most one event, with `output`) — the step written: done with the event found, done
+ * with null when the timeout is 0 or, for a step recorded waiting, has passed; else waiting.
  */
-export function waitForEvent(p: StepFence & { id: string; seq: number; isNew: boolean; name: string; key: string | null; timeoutMs: number | null }): Statement {
-  const values: unknown[] = [...fenceValues(p), p.id, p.isNew ? 1 : 0, p.seq, p.name, p.key, p.timeoutMs];
-  const fenced = fence(p, values);
+function waitStatement(p: { kind: 'event' | 'any-event'; found: string; output: string; columns: string; params: string }, fenced: string, values: unknown[]): Statement {
   return statement(
     `WITH job_row AS (
        SELECT j.created_at FROM skiplock.job j WHERE j.id = $2::bigint AND j.status = 'RUNNING' AND j.locked_by = $3 AND j.attempts = $4
      ),
      prior AS (SELECT s.status, s.output, s.wake_at FROM skiplock.job_step s WHERE s.job_id = $2::bigint AND s.id = $7),
-     found AS (
-       SELECT e.id, e.data FROM skiplock.event e, job_row r
-        WHERE e.name = $10 AND ${p.key === null ? 'true' : 'e.key = $11'} AND e.created_at > r.created_at
-          AND NOT EXISTS (SELECT 1 FROM prior WHERE prior.status <> 'waiting' OR prior.wake_at <= e.created_at)
-          AND e.id <> ALL (ARRAY(SELECT c.event_id FROM skiplock.job_step c
-                                  WHERE c.job_id = $2::bigint AND c.kind = 'event' AND c.event_id IS NOT NULL))
-        ORDER BY e.created_at, e.id
-        LIMIT 1
-     ),
+     found AS (${p.found}),
      ${fenced},
      written AS (
-       INSERT INTO skiplock.job_step AS s (job_id, id, seq, kind, status, output, attempts, started_at, finished_at, wake_at, event_name, event_key, event_id)
-       SELECT f.id, $7, $9, 'event', CASE WHEN x.id IS NOT NULL OR $12::bigint <= 0 THEN 'done' ELSE 'waiting' END,
-              CASE WHEN x.id IS NOT NULL THEN jsonb_build_object('data', x.data, 'eventId', x.id::text) END, 0, ${NOW},
-              CASE WHEN x.id IS NOT NULL OR $12::bigint <= 0 THEN ${NOW} END, ${NOW} + $12::bigint ${MS}, $10, $11, x.id
+       INSERT INTO skiplock.job_step AS s (job_id, id, seq, kind, status, output, attempts, started_at, finished_at, wake_at, ${p.columns}, event_id)
+       SELECT f.id, $7, $9, '${p.kind}', CASE WHEN x.id IS NOT NULL OR $12::bigint <= 0 THEN 'done' ELSE 'waiting' END,
+              CASE WHEN x.id IS NOT NULL THEN ${p.output} END, 0, ${NOW},
+              CASE WHEN x.id IS NOT NULL OR $12::bigint <= 0 THEN ${NOW} END, ${NOW} + $12::bigint ${MS}, ${p.params}, x.id
          FROM fence f LEFT JOIN found x ON true
        ON CONFLICT (job_id, id) DO UPDATE SET status = 'done', output = excluded.output, event_id = excluded.event_id,
               finished_at = CASE WHEN excluded.event_id IS NULL THEN s.wake_at ELSE ${NOW} END
@@ -96,6 +87,67 @@ export function waitForEvent(p: StepFence & { id: string; seq: number; isNew: bo
        FROM (SELECT 1) one LEFT JOIN written w ON true LEFT JOIN prior p ON true`,
     values,
   );
+}
+
+/** An event a wait may take: stored after the job was created, before the timeout of a step recorded waiting, not taken by the job's waits. */
+const TAKEABLE = `e.created_at > r.created_at
+          AND NOT EXISTS (SELECT 1 FROM prior WHERE prior.status <> 'waiting' OR prior.wake_at <= e.created_at)
+          AND e.id <> ALL (${CONSUMED})`;
+
+/**
+ * ctx.waitForEvent reached (after eventLock, in one batch): the first event of this name (and
+ * key) stored after the job was created and not consumed by an earlier wait of this job (the
+ * event ids its other event steps recorded) completes the step at once; otherwise the step is
+ * recorded waiting — or, already recorded waiting (a run resumed for another reason), looked at
+ * again: completed by such an event stored before its timeout (wake_at: both instants are the
+ * database's clock), timed out when its wake_at has passed, or left waiting.
+ * Answers held, status, output ({data, eventId}, or null after a timeout) and wake_at.
+ */
+export function waitForEvent(p: StepFence & { id: string; seq: number; isNew: boolean; name: string; key: string | null; timeoutMs: number | null }): Statement {
+  const values: unknown[] = [...fenceValues(p), p.id, p.isNew ? 1 : 0, p.seq, p.name, p.key, p.timeoutMs];
+  const found = `SELECT e.id, e.data FROM skiplock.event e, job_row r
+        WHERE e.name = $10 AND ${p.key === null ? 'true' : 'e.key = $11'} AND ${TAKEABLE}
+        ORDER BY e.created_at, e.id
+        LIMIT 1`;
+  const output = `jsonb_build_object('data', x.data, 'eventId', x.id::text)`;
+  return waitStatement({ kind: 'event', found, output, columns: 'event_name, event_key', params: '$10, $11' }, fence(p, values), values);
+}
+
+/** A ctx.waitForAny alternative: an event name, and a key or null (every key of the name). */
+export interface EventAlternative {
+  name: string;
+  key: string | null;
+}
+
+/** An alternative as event_alternatives stores it (migration 020): `name`, or `name key`. */
+export const alternativeToken = (a: EventAlternative) => (a.key === null ? a.name : `${a.name} ${a.key}`);
+
+/**
+ * ctx.waitForAny reached (after eventWaitLocks, in one batch): as waitForEvent, over several
+ * alternatives. Of each alternative, the first event it may take (one index probe each: by name,
+ * or by name and key), and of those the earliest, by the order waitForEvent uses (created_at, id),
+ * completes the step at once with {event, key, data, eventId}; otherwise the step is recorded
+ * waiting with its alternatives' tokens, for a send to find (src/store/events.ts), or — recorded
+ * already — looked at again, timed out, or left waiting. Answers as waitForEvent.
+ */
+export function waitForAnyEvent(p: StepFence & { id: string; seq: number; isNew: boolean; alternatives: readonly EventAlternative[]; timeoutMs: number | null }): Statement {
+  const values: unknown[] = [
+    ...fenceValues(p), p.id, p.isNew ? 1 : 0, p.seq, p.alternatives.map((a) => a.name), p.alternatives.map((a) => a.key), p.timeoutMs,
+    p.alternatives.map(alternativeToken),
+  ];
+  const pick = (match: string) => `(SELECT e.id, e.name, e.key, e.data, e.created_at FROM skiplock.event e, job_row r
+              WHERE ${match} AND ${TAKEABLE}
+              ORDER BY e.created_at, e.id LIMIT 1)`;
+  const found = `SELECT x.id, x.name, x.key, x.data FROM unnest($10::text[], $11::text[]) AS a(name, key)
+        CROSS JOIN LATERAL (
+          ${pick('a.key IS NULL AND e.name = a.name')}
+          UNION ALL
+          ${pick('e.name = a.name AND e.key = a.key')}
+        ) x
+        ORDER BY x.created_at, x.id
+        LIMIT 1`;
+  const output = `jsonb_build_object('event', x.name, 'key', x.key, 'data', x.data, 'eventId', x.id::text)`;
+  return waitStatement({ kind: 'any-event', found, output, columns: 'event_alternatives', params: '$13::text[]' }, fence(p, values), values);
 }
 
 /**

@@ -39,6 +39,19 @@ export function eventLock(p: { name: string; key: string | null; for: 'send' | '
   return statement(`SELECT pg_advisory_xact_lock_shared(${lockKey('$1')}), pg_advisory_xact_lock(${lockKey('$2')})`, [p.name, `${p.name} ${p.key}`]);
 }
 
+/**
+ * The locks of a ctx.waitForAny (first statement of its batch): each alternative's, as eventLock
+ * takes it for one wait, in one order — the strings sorted — whatever order the handler listed
+ * them in. Every transaction that takes several of these locks takes them in that order: a send
+ * takes `name` before `name key` (a prefix sorts first), and a send holds locks of one name only.
+ * So no wait and send, nor two waits, can each hold a lock the other is waiting for: no deadlock,
+ * however many names a wait lists.
+ */
+export function eventWaitLocks(alternatives: readonly { name: string; key: string | null }[]): Statement {
+  const keys = [...new Set(alternatives.map((a) => (a.key === null ? a.name : `${a.name} ${a.key}`)))].sort();
+  return statement(`SELECT ${keys.map((_, i) => `pg_advisory_xact_lock(${lockKey(`$${i + 1}`)})`).join(', ')}`, keys);
+}
+
 /** The cancelOn entries an event matches (job.cancel_on): `name` (any key) and, with a key, `name key`. */
 export const cancelTokens = (name: string, key: string | null) => (key === null ? [name] : [name, `${name} ${key}`]);
 
@@ -118,22 +131,34 @@ export function sendEvent(p: {
 
 /**
  * `firsts` and `waits` (a send's, after `fresh`): of each job created before the event, its first
- * waiting event step by seq for this name and `keyMatch` whose timeout has not passed, completed
- * with the event. Answers the jobs' ids (`waits`).
+ * waiting step by seq that the event matches and whose timeout has not passed — a ctx.waitForEvent
+ * of this name and `keyMatch`, or a ctx.waitForAny one of whose alternatives (`name` or `name key`,
+ * migration 020) is among the event's tokens (`$8`, cancelTokens) — completed with the event. A
+ * step another send completed meanwhile is re-checked under its row lock and left alone: of two
+ * events sent at once to one any-wait, exactly one wins. Answers the jobs' ids (`waits`).
  */
 function completedWaitsCtes(keyMatch: string): string {
   return `firsts AS (
-       SELECT DISTINCT ON (s.job_id) s.job_id, s.id FROM skiplock.job_step s, fresh f
-        WHERE s.kind = 'event' AND s.status = 'waiting' AND s.event_name = $2 AND ${keyMatch}
-          AND (s.wake_at IS NULL OR s.wake_at > f.at)
-        ORDER BY s.job_id, s.seq
+       SELECT DISTINCT ON (c.job_id) c.job_id, c.id FROM (
+         SELECT s.job_id, s.id, s.seq FROM skiplock.job_step s, fresh f
+          WHERE s.kind = 'event' AND s.status = 'waiting' AND s.event_name = $2 AND ${keyMatch}
+            AND (s.wake_at IS NULL OR s.wake_at > f.at)
+         UNION ALL
+         SELECT s.job_id, s.id, s.seq FROM skiplock.job_step s, fresh f
+          WHERE s.kind = 'any-event' AND s.status = 'waiting' AND s.event_alternatives && $8::text[]
+            AND (s.wake_at IS NULL OR s.wake_at > f.at)
+       ) c
+        ORDER BY c.job_id, c.seq
      ),
      waits AS (
        UPDATE skiplock.job_step s SET status = 'done', event_id = f.id, finished_at = f.at,
-              output = jsonb_build_object('data', $4::jsonb, 'eventId', f.id::text),
+              output = CASE WHEN s.kind = 'any-event'
+                            THEN jsonb_build_object('event', $2::text, 'key', $3::text, 'data', $4::jsonb, 'eventId', f.id::text)
+                            ELSE jsonb_build_object('data', $4::jsonb, 'eventId', f.id::text) END,
               duration_ms = least(greatest(round(extract(epoch FROM f.at - s.started_at) * 1000), 0), 2147483647)::int
          FROM fresh f, firsts w
-        WHERE s.job_id = w.job_id AND s.id = w.id AND s.kind = 'event' AND s.status = 'waiting' AND (s.wake_at IS NULL OR s.wake_at > f.at)
+        WHERE s.job_id = w.job_id AND s.id = w.id AND s.kind IN ('event', 'any-event') AND s.status = 'waiting'
+          AND (s.wake_at IS NULL OR s.wake_at > f.at)
           AND EXISTS (SELECT 1 FROM skiplock.job j WHERE j.id = s.job_id AND j.created_at < f.at AND j.status IN ${ACTIVE})
        RETURNING s.job_id
      )`;

@@ -25,7 +25,7 @@ export function getJobDetail(p: { id: string; childLimit?: number }): Statement 
                  'id', s.id, 'seq', s.seq, 'kind', s.kind, 'status', s.status, 'output', s.output, 'error', s.error,
                  'attempts', s.attempts, 'started_at', ${iso('s.started_at')}, 'finished_at', ${iso('s.finished_at')},
                  'duration_ms', s.duration_ms, 'wake_at', ${iso('s.wake_at')}, 'child_id', s.child_id::text, 'child_task', s.child_task,
-                 'event_name', s.event_name, 'event_key', s.event_key, 'event_id', s.event_id::text)
+                 'event_name', s.event_name, 'event_key', s.event_key, 'event_id', s.event_id::text, 'event_alternatives', s.event_alternatives)
                ORDER BY s.seq), '[]'::jsonb)
           FROM skiplock.job_step s WHERE s.job_id = j.id) AS steps,
        (SELECT coalesce(jsonb_agg(jsonb_build_object('id', c.id::text, 'task', c.task, 'status', c.status, 'parent_step', c.parent_step)

@@ -131,7 +131,17 @@ export function mapJobStep(row: Row): JobStep {
     childId: toStringOrNull(row.child_id),
     childTask: toStringOrNull(row.child_task),
     ...(row.kind === 'event' && { eventName: toStringOrNull(row.event_name), eventKey: toStringOrNull(row.event_key), eventId: toStringOrNull(row.event_id) }),
+    ...(row.kind === 'any-event' && { eventAlternatives: toAlternatives(row.event_alternatives), eventId: toStringOrNull(row.event_id) }),
   };
+}
+
+/** event_alternatives (migration 020): `name` or `name key` (an event name has no space). */
+function toAlternatives(tokens: unknown): { event: string; key: string | null }[] {
+  return (Array.isArray(tokens) ? tokens : []).map((token) => {
+    const text = String(token);
+    const space = text.indexOf(' ');
+    return space < 0 ? { event: text, key: null } : { event: text.slice(0, space), key: text.slice(space + 1) };
+  });
 }
 
 /** The JSON shape of a step at the HTTP edge: ISO times, string ids. */

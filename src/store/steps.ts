@@ -19,7 +19,7 @@ export function listJobSteps(p: { jobIds: readonly string[] }): Statement {
 /**
  * The steps of jobs just claimed, for their runs (the tick sends it only for claimed jobs whose
  * step_count > 0). Sleeps whose wake time has passed are marked done by the same statement, and
- * event and callback waits whose timeout has (output null): a fact of the clock, whoever holds the
+ * event, any-event and callback waits whose timeout has (output null): a fact of the clock, whoever holds the
  * job, so it needs no fence.
  */
 export function readStepsForRun(p: { now: Clock; jobIds: readonly string[] }): Statement {
@@ -27,13 +27,13 @@ export function readStepsForRun(p: { now: Clock; jobIds: readonly string[] }): S
     `WITH woke AS (
        UPDATE skiplock.job_step s SET status = 'done', finished_at = s.wake_at
         WHERE s.job_id = ANY ($2::bigint[]) AND s.wake_at <= ${NOW}
-          AND ((s.kind = 'sleep' AND s.status = 'sleeping') OR (s.kind IN ('event', 'callback') AND s.status = 'waiting'))
+          AND ((s.kind = 'sleep' AND s.status = 'sleeping') OR (s.kind IN ('event', 'callback', 'any-event') AND s.status = 'waiting'))
        RETURNING s.job_id, s.id
      )
      SELECT s.job_id::text AS job_id, s.id, s.seq, s.kind, CASE WHEN w.id IS NULL THEN s.status ELSE 'done' END AS status,
             s.output, s.error, s.attempts, s.started_at, CASE WHEN w.id IS NULL THEN s.finished_at ELSE s.wake_at END AS finished_at,
             s.duration_ms, s.wake_at, s.child_id::text AS child_id, s.child_task, s.child_status,
-            s.event_name, s.event_key, s.event_id::text AS event_id
+            s.event_name, s.event_key, s.event_id::text AS event_id, s.event_alternatives
        FROM skiplock.job_step s LEFT JOIN woke w ON w.job_id = s.job_id AND w.id = s.id
       WHERE s.job_id = ANY ($2::bigint[])
       ORDER BY s.job_id, s.seq`,

@@ -148,19 +148,23 @@ export const JobStep = z
     id: z.string().openapi({ description: 'The id the handler gave the step' }),
     seq: z.number().int().openapi({ description: 'The order the handler reached it in, from 0' }),
     kind: z.enum(STEP_KINDS),
-    status: z.enum(STEP_STATUSES).openapi({ description: 'step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed; event, callback: waiting | done' }),
+    status: z.enum(STEP_STATUSES).openapi({ description: 'step: done | failed; sleep: sleeping | done; invoke: waiting | done | failed; event, callback, any-event: waiting | done' }),
     output: anyJson().openapi({ description: 'A step’s stored JSON result, or an invoked child’s result' }),
     error: nullableText.openapi({ description: 'Why the step’s last run threw, or why the child ended DEAD or CANCELLED' }),
     attempts: z.number().int().openapi({ description: 'Runs of the step’s fn' }),
     startedAt: instant.nullable(),
     finishedAt: instant.nullable(),
     durationMs: z.number().int().nullable(),
-    wakeAt: instant.nullable().openapi({ description: 'sleep: when the job wakes; event, callback: the timeout' }),
+    wakeAt: instant.nullable().openapi({ description: 'sleep: when the job wakes; event, callback, any-event: the timeout' }),
     childId: nullableText.openapi({ description: 'invoke: the child job' }),
     childTask: nullableText.openapi({ description: 'invoke: the child’s task' }),
     eventName: nullableText.optional().openapi({ description: 'event: the event name waited for' }),
     eventKey: nullableText.optional().openapi({ description: 'event: the key waited for (null: any key)' }),
-    eventId: nullableText.optional().openapi({ description: 'event: the event that completed the wait (null while waiting, or after the timeout)' }),
+    eventId: nullableText.optional().openapi({ description: 'event, any-event: the event that completed the wait (null while waiting, or after the timeout)' }),
+    eventAlternatives: z
+      .array(z.object({ event: z.string(), key: nullableText }))
+      .optional()
+      .openapi({ description: 'any-event (ctx.waitForAny): the alternatives waited for, in the handler’s order (key null: any key)' }),
   })
   .openapi('JobStep');
 

@@ -1,24 +1,24 @@
 /**
- * ctx.waitForEvent, ctx.createCallback and ctx.waitForCallback for one run of a job: durable
+ * ctx.waitForEvent, ctx.waitForAny, ctx.createCallback and ctx.waitForCallback for one run of a job: durable
  * steps (src/runtime/steps/steps.ts provides reach, the fence and the suspension) whose statements are
  * in src/store/event-waits.ts. A wait that finds its event already stored returns at once; otherwise
  * the run leaves the invocation with a `wait` outcome (WAITING, or QUEUED until its timeout).
  */
 import { permanentTypeError, SkiplockError } from '../../core/errors.ts';
-import { findUnstorableJson, unstorableText } from '../../core/json.ts';
+import { findUnstorableJson } from '../../core/json.ts';
 import type { Outcome } from '../../core/state.ts';
 import type { StepKind } from '../../core/types.ts';
 import type { Clock } from '../../store/clock.ts';
-import { eventLock } from '../../store/events.ts';
-import { createCallbackStep, readCallbackStep, waitForEvent, type WaitRow } from '../../store/event-waits.ts';
+import { eventLock, eventWaitLocks } from '../../store/events.ts';
+import { createCallbackStep, readCallbackStep, waitForAnyEvent, waitForEvent, type WaitRow } from '../../store/event-waits.ts';
 import { toDate } from '../../store/rows.ts';
-import type { Sql } from '../../store/sql.ts';
+import type { Sql, Statement } from '../../store/sql.ts';
 import type { StepFence } from '../../store/steps.ts';
 import { callbacksNotConfigured, type CallbackSigner } from '../events/callback-token.ts';
-import { EVENT_NAME } from '../events/names.ts';
 import { STEP_LIMITS, type StoredStep } from './types.ts';
 import { utf8Length } from '../../core/stored-json.ts';
-import type { WaitForEventOptions } from '../tasks/task.ts';
+import type { AnyEvent, EventAlternative, WaitForAnyOptions, WaitForEventOptions } from '../tasks/task.ts';
+import { checkAlternatives, checkEventAndKey } from './event-alternatives.ts';
 
 /** The longest wait timeout: 365 days (as the longest sleep). */
 const MAX_TIMEOUT_MS = 365 * 24 * 3600 * 1000;
@@ -43,6 +43,7 @@ export interface WaitHelpers {
 
 export interface EventWaits {
   waitForEvent(id: string, options: WaitForEventOptions): Promise<{ data: unknown; eventId: string } | null>;
+  waitForAny(id: string, alternatives: readonly EventAlternative[], options?: WaitForAnyOptions): Promise<AnyEvent | null>;
   createCallback(id: string, options?: { timeoutMs?: number }): Promise<{ url: string }>;
   waitForCallback(id: string): Promise<{ data: unknown } | null>;
 }
@@ -57,12 +58,7 @@ function checkTimeout(what: string, timeoutMs: unknown): number | null {
 function checkWaitOptions(id: string, options: WaitForEventOptions): { name: string; key: string | null; timeoutMs: number | null } {
   const what = `ctx.waitForEvent(${JSON.stringify(id)})`;
   if (typeof options !== 'object' || options === null) throw permanentTypeError(`${what}: the second argument must be { event, key?, timeoutMs? }`);
-  if (typeof options.event !== 'string' || !EVENT_NAME.test(options.event))
-    throw permanentTypeError(`${what}: event must be an event name (1–200 of letters, digits and _ . : / -), got ${JSON.stringify(options.event)}`);
-  const { key } = options;
-  if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > 255 || unstorableText(key)))
-    throw permanentTypeError(`${what}: key must be a string of 1 to 255 characters`);
-  return { name: options.event, key: key ?? null, timeoutMs: checkTimeout(what, options.timeoutMs) };
+  return { ...checkEventAndKey(what, options), timeoutMs: checkTimeout(what, options.timeoutMs) };
 }
 
 /**
@@ -114,6 +110,7 @@ export function createEventWaits(h: WaitHelpers): EventWaits {
   const waits: WaitState = { created: new Map(), queue: Promise.resolve(), earliest: undefined };
   return {
     waitForEvent: (id, options) => waitForEventStep(h, waits, id, options),
+    waitForAny: (id, alternatives, options) => waitForAnyStep(h, waits, id, alternatives, options),
     createCallback: (id, options) => createCallback(h, waits, id, options),
     waitForCallback: (id) => waitForCallback(h, waits, id),
   };
@@ -128,16 +125,35 @@ function taken<T>(h: WaitHelpers, what: string, seq: number, output: unknown, re
 /** ctx.waitForEvent. */
 async function waitForEventStep(h: WaitHelpers, waits: WaitState, id: string, options: WaitForEventOptions): Promise<{ data: unknown; eventId: string } | null> {
   const wait = checkWaitOptions(id, options);
-  const { seq, row } = h.reach(id, 'event');
+  return eventWait(h, waits, id, 'event', (seq, isNew) => [
+    eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
+    waitForEvent({ ...h.fence(), id, seq, isNew, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
+  ]);
+}
+
+/** ctx.waitForAny: one step over several alternatives, their locks taken in one order (eventWaitLocks). */
+async function waitForAnyStep(h: WaitHelpers, waits: WaitState, id: string, alternatives: readonly EventAlternative[], options?: WaitForAnyOptions): Promise<AnyEvent | null> {
+  const what = `ctx.waitForAny(${JSON.stringify(id)})`;
+  const checked = checkAlternatives(what, alternatives);
+  if (options !== undefined && (typeof options !== 'object' || options === null)) throw permanentTypeError(`${what}: the third argument must be { timeoutMs? }`);
+  const timeoutMs = checkTimeout(what, options?.timeoutMs);
+  return eventWait(h, waits, id, 'any-event', (seq, isNew) => [
+    eventWaitLocks(checked),
+    waitForAnyEvent({ ...h.fence(), id, seq, isNew, alternatives: checked, timeoutMs }),
+  ]);
+}
+
+/**
+ * An event wait of either kind, its input checked: a recorded done step answers; otherwise its
+ * batch (the locks, then the wait's statement), in this run's call order, answers the event found
+ * or leaves the run waiting (at the earliest timeout of the run's waits).
+ */
+async function eventWait<T>(h: WaitHelpers, waits: WaitState, id: string, kind: 'event' | 'any-event', batch: (seq: number, isNew: boolean) => Statement[]): Promise<T | null> {
+  const { seq, row } = h.reach(id, kind);
   const what = `the event wait ${JSON.stringify(id)} took`;
   if (row?.status === 'done') return taken(h, what, seq, row.output, true);
   // Queued at once (the waits called together are recorded in call order), the run's stream chunks flushed first.
-  const turn = waits.queue.then(async () =>
-    (await h.flushStreams()) ? h.sql.batch([
-      eventLock({ name: wait.name, key: wait.key, for: 'wait' }),
-      waitForEvent({ ...h.fence(), id, seq, isNew: row === undefined, name: wait.name, key: wait.key, timeoutMs: wait.timeoutMs }),
-    ]) : [],
-  );
+  const turn = waits.queue.then(async () => ((await h.flushStreams()) ? h.sql.batch(batch(seq, row === undefined)) : []));
   waits.queue = turn.catch(() => undefined);
   const [, rows] = await turn;
   const answer = rows?.[0] as WaitRow | undefined;

@@ -13,7 +13,7 @@
  */
 import * as z from 'zod';
 import { ChildJobError, SkiplockError } from '../../core/errors.ts';
-import { JOB_STATUSES, type Job } from '../../core/types.ts';
+import { JOB_STATUSES, type Job, type StepKind } from '../../core/types.ts';
 import { listJobSteps, replayCandidates } from '../../store/steps.ts';
 import { mapJob, mapJobStep } from '../../store/rows.ts';
 import type { Sql } from '../../store/sql.ts';
@@ -157,7 +157,7 @@ function die(replay: Replay, message: string): never {
 }
 
 /** The determinism rule for one call: the recorded entry it reaches (undefined: new work), or HALT at `stopAt`. */
-function reach(replay: Replay, id: unknown, kind: 'step' | 'sleep' | 'invoke' | 'event' | 'callback'): StoredStep | undefined | typeof HALT {
+function reach(replay: Replay, id: unknown, kind: Exclude<StepKind, 'patch'>): StoredStep | undefined | typeof HALT {
   if (typeof id !== 'string' || id.length === 0) return die(replay, `ctx.${kind}: the step id must be a non-empty string`);
   if (id === replay.options.stopAt && replay.fatal === undefined) {
     replay.options.onStop?.(replay.history.next());
@@ -200,6 +200,10 @@ function replayContext(replay: Replay, job: Job): TaskContext {
     // Events and callbacks (src/runtime/steps/event-waits.ts): a recorded completed wait returns its stored value.
     waitForEvent: async (id) => {
       const row = reach(replay, id, 'event');
+      return row !== HALT && row?.status === 'done' ? (row.output ?? null) as never : stop(replay);
+    },
+    waitForAny: async (id) => {
+      const row = reach(replay, id, 'any-event');
       return row !== HALT && row?.status === 'done' ? (row.output ?? null) as never : stop(replay);
     },
     createCallback: async (id) => {

@@ -176,7 +176,7 @@ export function received(run: RunState, what: string, seq: number, output: unkno
 
 /** The bytes a recorded step counts toward the job's outputs: a step's, an event's or a callback's. */
 function storedBytes(s: StoredStep): number {
-  return (s.kind === 'step' || s.kind === 'event' || s.kind === 'callback') && s.status === 'done' && s.output !== null && s.output !== undefined ? jsonLength(s.output) : 0;
+  return (s.kind === 'step' || s.kind === 'event' || s.kind === 'any-event' || s.kind === 'callback') && s.status === 'done' && s.output !== null && s.output !== undefined ? jsonLength(s.output) : 0;
 }
 
 function jsonLength(value: unknown): number {

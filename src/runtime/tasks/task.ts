@@ -93,6 +93,15 @@ export interface TaskContext<Payload = unknown> {
    */
   waitForEvent<D = unknown>(id: string, options: WaitForEventOptions): Promise<{ data: D; eventId: string } | null>;
   /**
+   * Suspends this job until an event matching any of `alternatives` (1 to 20 `{ event, key? }`,
+   * no two the same) arrives, and resolves with the first: `{ event, key, data, eventId }` — or
+   * with null once `timeoutMs` passes first. "First" is the earliest stored, as for waitForEvent:
+   * stored after the job was created, not taken by another wait of this job, one sent before the
+   * handler got here included. The other alternatives end with it (an event of theirs sent later
+   * stays for another wait). One step: on replay it returns the stored answer. docs/steps.md.
+   */
+  waitForAny<D = unknown>(id: string, alternatives: readonly EventAlternative[], options?: WaitForAnyOptions): Promise<AnyEvent<D> | null>;
+  /**
    * A callback URL (docs/steps.md, "Callbacks"), recorded as a step: the same URL on every
    * replay. A POST of JSON to it, with no bearer token, completes the callback once; wait for it
    * with waitForCallback(id). Needs createSkiplock's `callbacks` option.
@@ -117,6 +126,29 @@ export interface WaitForEventOptions {
   key?: string;
   /** Resolve null after this long (ms, up to 365 days). Default: wait for ever. */
   timeoutMs?: number;
+}
+
+/** One alternative of ctx.waitForAny. */
+export interface EventAlternative {
+  /** The event name (sendEvent's `name`). */
+  event: string;
+  /** Only events of this key; without one, every event of the name. */
+  key?: string;
+}
+
+export interface WaitForAnyOptions {
+  /** Resolve null after this long (ms, up to 365 days). Default: wait for ever. */
+  timeoutMs?: number;
+}
+
+/** What ctx.waitForAny resolves with: the event that came first, and which alternative it matched. */
+export interface AnyEvent<D = unknown> {
+  /** Its name. */
+  event: string;
+  /** Its key (null: sent without one). */
+  key: string | null;
+  data: D;
+  eventId: string;
 }
 
 /** A cancelOn entry of defineTask: an event of this name (and key) cancels the task's job. */

@@ -243,6 +243,7 @@ function taskContext(run: Run): TaskContext {
     invoke: (id, task, ...payload) => bounded(run, () => run.durable!.invoke(id, task, payload[0])),
     patched: (id) => run.durable!.patched(id),
     waitForEvent: (id, options) => bounded(run, () => run.durable!.waitForEvent(id, options)) as never,
+    waitForAny: (id, alternatives, options) => bounded(run, () => run.durable!.waitForAny(id, alternatives, options)) as never,
     createCallback: (id, options) => bounded(run, () => run.durable!.createCallback(id, options)),
     waitForCallback: (id) => bounded(run, () => run.durable!.waitForCallback(id)) as never,
     // Streams (src/runtime/streams/writer.ts).
