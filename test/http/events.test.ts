@@ -25,11 +25,19 @@ const approval = defineTask({
   },
 });
 
+/** Approved or rejected, whichever comes first (ctx.waitForAny). */
+const decision = defineTask({
+  name: 'decision',
+  payload: z.object({ order: z.string() }),
+  timeoutMs: 2_000,
+  handler: async (p, ctx) => ctx.waitForAny('decide', [{ event: 'order.approved', key: p.order }, { event: 'order.rejected' }], { timeoutMs: 3_600_000 }),
+});
+
 let t: TestApp;
 const background: Promise<unknown>[] = [];
 beforeAll(async () => {
   t = await createTestApp({
-    tasks: [approval],
+    tasks: [approval, decision],
     skiplock: { callbacks: { secret: 'a-callback-secret-of-some-length', publicUrl: 'https://jobs.example.com/base/' } },
     app: { runInBackground: (work) => void background.push(work) },
   });
@@ -143,6 +151,18 @@ describe('the dashboard', () => {
     expect(page).toContain('waiting for event <code>order.paid</code> key <code>o-77</code>');
     expect(page).toContain('with no timeout');
     await t.skiplock.sendEvent({ name: 'order.paid', key: 'o-77', data: { amount: 3 } });
+
+    const deciding = await t.skiplock.enqueue({ task: 'decision', payload: { order: 'o-78' } });
+    await t.skiplock.tick({ untilIdle: true, budgetMs: 5_000, pollIntervalMs: 10 });
+    const decisionPage = await (await getPage(t, `/jobs/${deciding.id}`, cookie)).text();
+    expect(decisionPage).toContain(
+      'waiting for the first of event <code>order.approved</code> key <code>o-78</code>, or event <code>order.rejected</code> (any key) (step <code>decide</code>) until',
+    );
+    expect(decisionPage).toContain('<td>any-event</td>');
+    const detail = await t.call('GET', `/v1/jobs/${deciding.id}`);
+    expect(((await detail.json()) as { job: { steps: unknown[] } }).job.steps[0]).toMatchObject({
+      kind: 'any-event', status: 'waiting', eventAlternatives: [{ event: 'order.approved', key: 'o-78' }, { event: 'order.rejected', key: null }],
+    });
     const events = await (await getPage(t, '/events', cookie)).text();
     expect(events).toMatch(/<tr data-event="\d+">[\s\S]*order\.paid[\s\S]*o-77[\s\S]*<td class="num">1<\/td>/);
     await drain();

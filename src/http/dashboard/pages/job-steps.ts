@@ -27,16 +27,24 @@ export function sleepingReason(step: JobStep, now: number): Html {
   return html`it is sleeping (step <code>${step.id}</code>) until ${formatTime(step.wakeAt!)} (${relativeTime(step.wakeAt, now)})`;
 }
 
-/** The event or callback wait the job is in (ctx.waitForEvent, waitForCallback): its latest such step still waiting. */
+/** The event or callback wait the job is in (ctx.waitForEvent, waitForAny, waitForCallback): its latest such step still waiting. */
 export function currentEventWait(job: JobDetail): JobStep | undefined {
-  return job.steps.findLast((s) => (s.kind === 'event' || s.kind === 'callback') && s.status === 'waiting');
+  return job.steps.findLast((s) => (s.kind === 'event' || s.kind === 'any-event' || s.kind === 'callback') && s.status === 'waiting');
 }
+
+/** `event <code>a</code> key <code>k</code>` (or ` (any key)`). */
+const eventAndKey = (event: string, key: string | null | undefined): Html =>
+  html`event <code>${event}</code>${key ? html` key <code>${key}</code>` : ' (any key)'}`;
 
 /** "waiting for event order.paid key o-42 until …" (or "for ever"); a callback says so. */
 export function eventWaitReason(step: JobStep, now: number): Html {
   const until = step.wakeAt ? html`until ${formatTime(step.wakeAt)} (${relativeTime(step.wakeAt, now)})` : 'with no timeout';
   if (step.kind === 'callback') return html`waiting for its callback <code>${step.id}</code> to be called, ${until}`;
-  return html`waiting for event <code>${step.eventName ?? '?'}</code>${step.eventKey ? html` key <code>${step.eventKey}</code>` : ' (any key)'} (step <code>${step.id}</code>) ${until}`;
+  if (step.kind === 'any-event') {
+    const alternatives = (step.eventAlternatives ?? []).map((a, i) => html`${i > 0 ? ', or ' : ''}${eventAndKey(a.event, a.key)}`);
+    return html`waiting for the first of ${alternatives} (step <code>${step.id}</code>) ${until}`;
+  }
+  return html`waiting for ${eventAndKey(step.eventName ?? '?', step.eventKey)} (step <code>${step.id}</code>) ${until}`;
 }
 
 /** Why a WAITING job waits: its event or callback, or its children that have not ended and which invoke steps wait on them. */
