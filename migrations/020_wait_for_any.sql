@@ -22,5 +22,7 @@ ALTER TABLE skiplock.job_step
   ADD COLUMN event_alternatives text[];
 
 -- The send's look-up of the any-waits its event completes: only waiting ones are indexed.
-CREATE INDEX job_step_any_wait_idx ON skiplock.job_step USING gin (event_alternatives)
+-- fastupdate off: every send probes it, and a GIN pending list (entries not yet merged, until a
+-- vacuum) would be read in full by each probe; a wait's insert updates the index at once instead.
+CREATE INDEX job_step_any_wait_idx ON skiplock.job_step USING gin (event_alternatives) WITH (fastupdate = off)
   WHERE kind = 'any-event' AND status = 'waiting';
