@@ -64,8 +64,10 @@ export type TriggeredJobRow = Omit<NewJobRow, 'idempotency_key' | 'schedule_name
  * A send's main statement (after eventLock): stores the event — or, when its idempotency key is
  * known, answers the stored one and writes nothing — completes the waits for it (of each job
  * created before the event, its first waiting step by seq — the call order — for this name and
- * this key or no key whose timeout has not passed: parallel waits of one job each take their own
- * event, and a wait never takes one stored at or after its timeout), wakes their jobs, and enqueues the triggered jobs (one per task, idempotency key `skiplock:event:<id>:<task>`).
+ * this key or no key — a ctx.waitForEvent, or a ctx.waitForAny with such an alternative — whose
+ * timeout has not passed: parallel waits of one job each take their own event, and a wait never
+ * takes one stored at or after its timeout), wakes their jobs, and enqueues the triggered jobs
+ * (one per task, idempotency key `skiplock:event:<id>:<task>`).
  * Also locks the jobs its cancelOn matches, so that cancelJobsByEvent, next in the batch, sees
  * the children a concurrent ctx.invoke of theirs commits (as runtime/admin.ts's lockJob does).
  *
