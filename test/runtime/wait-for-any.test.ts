@@ -159,6 +159,33 @@ describe('two events at once', () => {
   });
 });
 
+describe("the job's waits share its events", () => {
+  test('parallel waits take their events in call order; a later wait skips the one the any-wait took', async () => {
+    const sharing = defineTask({
+      name: 'sharing',
+      payload: z.object({}),
+      handler: async (_p, ctx) => {
+        const [any, one] = await Promise.all([
+          ctx.waitForAny('any', [{ event: 's.a' }, { event: 's.b' }]),
+          ctx.waitForEvent('one', { event: 's.a' }),
+        ]);
+        const after = await ctx.waitForEvent('after', { event: 's.a' });
+        return [any!.eventId, one!.eventId, after!.eventId];
+      },
+    });
+    const s = createSkiplock({ sql: db.sql, tasks: [sharing], log: quiet, retention: false });
+    const job = await s.enqueue({ task: 'sharing', payload: {} });
+    const a1 = await s.sendEvent({ name: 's.a', data: 1 });
+    const a2 = await s.sendEvent({ name: 's.a', data: 2 });
+    await s.tick({ untilIdle: true });
+    expect(await s.getJob(job.id)).toMatchObject({ status: 'WAITING' });
+    const a3 = await s.sendEvent({ name: 's.a', data: 3 });
+    expect(a3.woken).toBe(1);
+    await s.tick({ untilIdle: true });
+    expect(await s.getJob(job.id)).toMatchObject({ status: 'DONE', result: [a1.id, a2.id, a3.id] });
+  });
+});
+
 describe('a step: replays, retries, ctx.patched and the replay check', () => {
   test('a replay returns the same answer, even with a newer event of another alternative stored', async () => {
     const seen: string[] = [];
