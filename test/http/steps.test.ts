@@ -182,7 +182,7 @@ describe('GET /v1/jobs/:id', () => {
     expect(schemas.JobDetail.allOf[0]).toEqual({ $ref: '#/components/schemas/Job' });
     expect(schemas.JobDetail.allOf[1].required).toEqual(['steps', 'children']);
     expect(Object.keys(schemas.Job.properties)).toEqual(expect.arrayContaining(['parentId', 'parentStep', 'pendingChildren', 'stepCount']));
-    expect(schemas.JobStep.properties.kind.enum).toEqual(['step', 'sleep', 'invoke', 'patch', 'event', 'callback']);
+    expect(schemas.JobStep.properties.kind.enum).toEqual(['step', 'sleep', 'invoke', 'patch', 'event', 'callback', 'any-event']);
     expect(schemas.Job.properties.status.enum).toContain('WAITING');
     expect(doc.paths['/v1/jobs/{id}'].get.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/JobDetailEnvelope');
     expect(doc.paths['/v1/jobs'].get.description).toMatch(/without its steps/);
