@@ -476,7 +476,15 @@ describe("over Neon's HTTP driver", () => {
     const proxy = await startNeonProxy();
     const sql = createNeonHttpDriver(db.url, { fetchEndpoint: proxy.fetchEndpoint });
     try {
-      const s = createSkiplock({ sql, tasks: [decision], log: quiet, retention: false });
+      // An alternative without a key too: a null in the arrays the statement sends.
+      const mixed = defineTask({
+        name: 'mixed',
+        payload: z.object({}),
+        handler: async (_p, ctx) => ctx.waitForAny('w', [{ event: 'm.a', key: 'k' }, { event: 'm.b' }]),
+      });
+      const s = createSkiplock({ sql, tasks: [decision, mixed], log: quiet, retention: false });
+      const mixedJobs = [await s.enqueue({ task: 'mixed', payload: {} }), await s.enqueue({ task: 'mixed', payload: {} })];
+      const mixedEarly = await s.sendEvent({ name: 'm.b', key: 'any', data: 'b' });
       const early = await s.enqueue({ task: 'decision', payload: { key: 'n-early' } });
       const late = await s.enqueue({ task: 'decision', payload: { key: 'n-late' } });
       const timed = await s.enqueue({ task: 'decision', payload: { key: 'n-timed', timeoutMs: 0 } });
@@ -488,6 +496,14 @@ describe("over Neon's HTTP driver", () => {
       expect(await s.getJob(early.id)).toMatchObject({ status: 'DONE', result: { got: { event: 'order.rejected', key: 'n-early', data: 1, eventId: before.id } } });
       expect(await s.getJob(late.id)).toMatchObject({ status: 'DONE', result: { got: { event: 'order.approved', key: 'n-late', data: 2, eventId: after.id } } });
       expect(await s.getJob(timed.id)).toMatchObject({ status: 'DONE', result: { got: null } });
+      // Both mixed jobs took the m.b sent before they ran (each job its own waits).
+      for (const job of mixedJobs) expect(await s.getJob(job.id)).toMatchObject({ status: 'DONE', result: { event: 'm.b', key: 'any', eventId: mixedEarly.id } });
+      const mixedLate = await s.enqueue({ task: 'mixed', payload: {} });
+      await s.tick({ untilIdle: true });
+      const sent = await s.sendEvent({ name: 'm.a', key: 'k', data: 'a' });
+      expect(sent.woken).toBe(1);
+      await s.tick({ untilIdle: true });
+      expect(await s.getJob(mixedLate.id)).toMatchObject({ status: 'DONE', result: { event: 'm.a', key: 'k', eventId: sent.id } });
     } finally {
       await sql.close();
       await proxy.close();
