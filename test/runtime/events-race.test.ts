@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { createSkiplock, defineTask } from '../../src/index.ts';
 import { statement, type Sql } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { flaky, sleep, tickUntilStopped, untilAllDone, untilSent } from '../support/race.ts';
 
 const JOBS = Number(process.env.EVENTS_RACE_JOBS ?? 400);
 let db: TestDb;
@@ -19,19 +20,6 @@ beforeAll(async () => {
   db = await createTestDb();
 });
 afterAll(() => db.drop());
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Fails a share of statements, as a connection lost mid-tick does (the statement may or may not have run). */
-function flaky(sql: Sql, share: number): Sql {
-  const maybe = async <T>(run: () => Promise<T>): Promise<T> => {
-    if (Math.random() < share / 2) throw new Error('connection lost (before)');
-    const result = await run();
-    if (Math.random() < share / 2) throw new Error('connection lost (after)');
-    return result;
-  };
-  return { query: (s) => maybe(() => sql.query(s)), batch: (s) => maybe(() => sql.batch(s)), close: async () => {} };
-}
 
 test(`${JOBS} jobs each waiting for its own key, events at random moments, parallel and failing workers: each resumes once with its own event`, { timeout: 240_000 }, async () => {
   const resumed = new Map<string, number>();
@@ -58,32 +46,16 @@ test(`${JOBS} jobs each waiting for its own key, events at random moments, paral
   const jobs = await sender.enqueueBatch(keys.map((key) => ({ task: 'race-waiter' as const, payload: { key } })));
   const idByKey = new Map(keys.map((key, i) => [key, jobs[i]!.job.id]));
 
-  let stop = false;
-  const workers = [make(db.sql), make(db.sql), make(flaky(db.sql, 0.03))].map(async (s) => {
-    while (!stop) await s.tick({ budgetMs: 4_000, concurrency: 20, pollIntervalMs: 10 }).catch(() => sleep(20));
-  });
+  const workers = tickUntilStopped([make(db.sql), make(db.sql), make(flaky(db.sql, 0.03))]);
   // Events: a third at once (before most jobs run), the rest spread over 3 s (during and after).
   const eventIds = new Map<string, string>();
   const sends = keys.map(async (key, i) => {
     await sleep(i % 3 === 0 ? 0 : Math.random() * 3_000);
-    for (;;) {
-      try {
-        eventIds.set(key, (await sender.sendEvent({ name: 'race.go', key, data: key, idempotencyKey: `go-${key}` })).id);
-        return;
-      } catch {
-        await sleep(10);
-      }
-    }
+    eventIds.set(key, (await untilSent(() => sender.sendEvent({ name: 'race.go', key, data: key, idempotencyKey: `go-${key}` }))).id);
   });
   await Promise.all(sends);
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    const [row] = await db.sql.query(statement(`SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done, count(*)::int AS n FROM skiplock.job`));
-    if (row!.done === JOBS || Date.now() > deadline) break;
-    await sleep(200);
-  }
-  stop = true;
-  await Promise.all(workers);
+  await untilAllDone(db.sql, JOBS, 90_000);
+  await workers.stop();
 
   const rows = await db.sql.query(statement(`SELECT id::text AS id, status, result FROM skiplock.job ORDER BY id`));
   const notDone = rows.filter((r) => r.status !== 'DONE');

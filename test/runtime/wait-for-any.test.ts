@@ -12,6 +12,7 @@ import { createSkiplock, defineTask } from '../../src/index.ts';
 import { eventLock, sendEvent } from '../../src/store/events.ts';
 import { statement, type Sql } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
+import { flaky, sleep, tickUntilStopped, untilAllDone, untilSent } from '../support/race.ts';
 
 let db: TestDb;
 beforeAll(async () => {
@@ -26,7 +27,6 @@ const quiet = () => {};
 const T0 = new Date('2026-06-01T12:00:00.000Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);
 const rows = (text: string, values: unknown[] = []) => db.sql.query<Record<string, any>>(statement(text, values));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** An approval, a rejection or a timeout: the issue's example. */
 const decision = defineTask({
@@ -320,17 +320,6 @@ describe('bad input and cancel', () => {
   });
 });
 
-/** Fails a share of statements, as a connection lost mid-tick does (the statement may or may not have run). */
-function flaky(sql: Sql, share: number): Sql {
-  const maybe = async <T>(run: () => Promise<T>): Promise<T> => {
-    if (Math.random() < share / 2) throw new Error('connection lost (before)');
-    const result = await run();
-    if (Math.random() < share / 2) throw new Error('connection lost (after)');
-    return result;
-  };
-  return { query: (s) => maybe(() => sql.query(s)), batch: (s) => maybe(() => sql.batch(s)), close: async () => {} };
-}
-
 describe('the send/wait race, pinned', () => {
   // A send of one alternative is in its transaction (its event stored, the waits it saw completed:
   // none yet) and not committed, while the job reaches its any-wait. The wait must take that
@@ -429,34 +418,18 @@ describe('the send/wait race over several names', () => {
     const sender = make(db.sql);
     const keys = Array.from({ length: JOBS / 2 }, (_, i) => `k-${i}`);
     const jobs = await sender.enqueueBatch(keys.flatMap((key) => [false, true].map((flip) => ({ task: 'any-racer' as const, payload: { key, flip } }))));
-    let stop = false;
-    const workers = [make(db.sql), make(db.sql), make(flaky(db.sql, 0.03))].map(async (s) => {
-      while (!stop) await s.tick({ budgetMs: 4_000, concurrency: 20, pollIntervalMs: 10 }).catch(() => sleep(20));
-    });
+    const workers = tickUntilStopped([make(db.sql), make(db.sql), make(flaky(db.sql, 0.03))]);
     const eventIds = new Map<string, string[]>();
     const sends = keys.flatMap((key, i) =>
       ['race.a', 'race.b', 'race.c'].map(async (name) => {
         await sleep(i % 4 === 0 ? 0 : Math.random() * 3_000);
-        for (;;) {
-          try {
-            const sent = await sender.sendEvent({ name, key, data: name, idempotencyKey: `${name}-${key}` });
-            eventIds.set(key, [...(eventIds.get(key) ?? []), sent.id]);
-            return;
-          } catch {
-            await sleep(10);
-          }
-        }
+        const sent = await untilSent(() => sender.sendEvent({ name, key, data: name, idempotencyKey: `${name}-${key}` }));
+        eventIds.set(key, [...(eventIds.get(key) ?? []), sent.id]);
       }),
     );
     await Promise.all(sends);
-    const deadline = Date.now() + 120_000;
-    for (;;) {
-      const [row] = await rows(`SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done FROM skiplock.job`);
-      if (row!.done === JOBS || Date.now() > deadline) break;
-      await sleep(200);
-    }
-    stop = true;
-    await Promise.all(workers);
+    await untilAllDone(db.sql, JOBS, 120_000);
+    await workers.stop();
 
     const done = await rows(`SELECT id::text AS id, status, result, last_error, payload FROM skiplock.job ORDER BY id`);
     if (process.env.DEBUG_RACE) console.log(JSON.stringify(done.filter((r) => r.status !== 'DONE').slice(0, 3)), JSON.stringify(await rows(`SELECT job_id, id, kind, status, event_alternatives, event_id FROM skiplock.job_step WHERE job_id IN (1, 2) ORDER BY job_id, seq`)));
