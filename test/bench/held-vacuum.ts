@@ -83,6 +83,8 @@ interface SqlModel {
   readerSql: string;
   /** The claim's candidate query, for EXPLAIN (ANALYZE, BUFFERS). */
   explainSql: string | (() => string);
+  /** The claim's index (a partitioned one: its partitions' summed), whose size the probes report. */
+  claimIndex: string;
   rotateEverySec?: number;
 }
 
@@ -130,6 +132,7 @@ const TODAY: SqlModel = {
   },
   deadTables: ['skiplock.job'],
   readerSql: 'SELECT count(*) FROM skiplock.job',
+  claimIndex: 'skiplock.job_claim_idx',
   explainSql: `SELECT id FROM skiplock.job
    WHERE status = 'QUEUED' AND run_at <= now() AND timeout_ms <= 3600000 AND attempts < max_attempts AND task = ANY('{noop}'::text[])
    ORDER BY priority DESC, run_at, id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
@@ -214,6 +217,7 @@ function narrowModel(key: string, name: string, schema: 'nq' | 'rq', rotateEvery
     claimerOptions: '-c enable_sort=off -c enable_bitmapscan=off',
     deadTables: slot ? ['rq.queue_0', 'rq.queue_1', 'rq.queue_2'] : ['nq.queue'],
     readerSql: `SELECT count(*) FROM ${schema}.queue`,
+    claimIndex: `${schema}.queue_claim`,
     explainSql: narrowExplain(schema),
     ...(rotateEverySec ? { rotateEverySec } : {}),
   };
@@ -295,7 +299,7 @@ interface PhaseSummary {
   maxDeadTup: number;
   pgCpuMsPerKJob: number;
 }
-interface Probe { phase: string; t: number; executionMs: number; buffers: string; plan: string }
+interface Probe { phase: string; t: number; executionMs: number; buffers: string; indexPages: number; plan: string }
 interface RunResult {
   model: string;
   key: string;
@@ -483,7 +487,7 @@ async function pressure(run: Run, url: string, scenario: Scenario, readerSql: st
 }
 
 /** EXPLAIN (ANALYZE, BUFFERS) of the claim's candidates, 3 s before each phase ends (rolled back: its row locks last a moment). */
-async function probes(run: Run, url: string, sql: string | (() => string), out: Probe[]) {
+async function probes(run: Run, url: string, sql: string | (() => string), claimIndex: string, out: Probe[]) {
   const c = await connect(url);
   try {
     let end = 0;
@@ -497,11 +501,13 @@ async function probes(run: Run, url: string, sql: string | (() => string), out: 
         await c.query('SET LOCAL enable_bitmapscan = off');
         const { rows } = await c.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${typeof sql === 'function' ? sql() : sql}`);
         const plan = rows.map((r) => String(r['QUERY PLAN'])).join('\n');
+        const { rows: [size] } = await c.query(`SELECT coalesce((SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree($1::regclass)), pg_relation_size($1::regclass)) / 8192 AS pages`, [claimIndex]);
         out.push({
           phase: PHASE_NAMES[p]!,
           t: Math.round(run.elapsed() / 1000),
           executionMs: Number(/Execution Time: ([\d.]+)/.exec(plan)?.[1] ?? NaN),
           buffers: /Buffers: ([^\n]+)/.exec(plan)?.[1] ?? '',
+          indexPages: Number(size.pages),
           plan,
         });
       } catch (e) {
@@ -627,7 +633,7 @@ async function runSqlModel(server: BenchServer, model: SqlModel, scenario: Scena
     ...Array.from({ length: CLAIMERS }, (_, i) => claimer(run, model, url, `w${i + 1}`)),
     sampler(run, url, server, model.deadTables, windows),
     pressure(run, url, scenario, model.readerSql, readerScans),
-    probes(run, url, model.explainSql, probeOut),
+    probes(run, url, model.explainSql, model.claimIndex, probeOut),
     cpuByPhase(run, server, cpu),
     ...(model.rotateEverySec ? [rotator(run, url, model.rotateEverySec, rotation)] : []),
   ];
@@ -758,12 +764,12 @@ function report(results: RunResult[], server: BenchServer, claimPlan: string): s
   if (readers.length) {
     lines.push('Reader scans (count of the queue table): ' + readers.map((r) => `${r.key} ${r.readerScans!.scans} scans, p50 ${f1(r.readerScans!.p50Ms)} ms, max ${f1(r.readerScans!.maxMs)} ms`).join('; '), '');
   }
-  lines.push('EXPLAIN (ANALYZE, BUFFERS) of the claim\'s candidate query, 3 s before each phase ends (top node\'s buffers, execution time):', '');
+  lines.push('EXPLAIN (ANALYZE, BUFFERS) of the claim\'s candidate query, 3 s before each phase ends (top node\'s buffers, execution time, the claim index\'s size):', '');
   lines.push('| model | scenario | clean | pressure | after |', '| --- | --- | --- | --- | --- |');
   for (const r of results.filter((x) => x.probes.length)) {
     const cell = (ph: string) => {
       const p = r.probes.find((x) => x.phase === ph);
-      return p ? `${p.buffers}; ${f1(p.executionMs)} ms` : '–';
+      return p ? `${p.buffers}; ${f1(p.executionMs)} ms; index ${p.indexPages} pages` : '–';
     };
     lines.push(`| ${r.key} | ${r.scenario} | ${cell('clean')} | ${cell('pressure')} | ${cell('after')} |`);
   }
@@ -775,7 +781,7 @@ function report(results: RunResult[], server: BenchServer, claimPlan: string): s
     for (const w of r.windows) {
       lines.push(`| ${w.t} | ${PHASE_NAMES[w.phase]} | ${f0(w.jobsPerSec)} | ${w.claims} | ${f1(w.claimP50)} / ${f1(w.claimP99)} | ${f0(w.waitP50)} / ${f0(w.waitP99)} | ${f0(w.backlog)} | ${f0(w.deadTup)} | ${f0(w.xminAge)} | ${w.autovacuums || ''} | ${f0(w.pgCpuPct)} |`);
     }
-    for (const p of r.probes) lines.push('', `EXPLAIN at ${p.t} s (${p.phase}):`, '', '```', p.plan, '```');
+    for (const p of r.probes) lines.push('', `EXPLAIN at ${p.t} s (${p.phase}; claim index ${p.indexPages} pages):`, '', '```', p.plan, '```');
     lines.push('');
   }
   return lines.join('\n');
