@@ -33,10 +33,14 @@ const TEMPLATE = 'bench_skiplock_template';
 
 /**
  * `durable`: fsync, synchronous_commit and full_page_writes on, as a production server runs
- * (the default is the test server's settings: all three off).
+ * (the default is the test server's settings: all three off). `settings`: more `-c` settings
+ * (held-vacuum.ts: autovacuum's naptime).
  */
-export async function startBenchServer(options: { durable?: boolean } = {}): Promise<BenchServer> {
-  const settings: Record<string, string> = options.durable ? { fsync: 'on', synchronous_commit: 'on', full_page_writes: 'on' } : {};
+export async function startBenchServer(options: { durable?: boolean; settings?: Record<string, string> } = {}): Promise<BenchServer> {
+  const settings: Record<string, string> = {
+    ...(options.durable ? { fsync: 'on', synchronous_commit: 'on', full_page_writes: 'on' } : {}),
+    ...options.settings,
+  };
   const root = await mkdtemp(join(tmpdir(), 'skiplock-bench-'));
   await chmod(root, 0o755);
   const dir = join(root, 'data');
