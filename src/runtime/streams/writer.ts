@@ -62,6 +62,8 @@ interface State {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** The last flush sent (flushes follow each other). */
   chain: Promise<unknown>;
+  /** Flushes queued on the chain and not yet settled. */
+  inFlight: number;
   /** A background flush is queued and has not started. */
   queued: boolean;
   /** The lease was lost, or the run ended: nothing more is written. */
@@ -73,7 +75,7 @@ interface State {
 export function createRunStreams(deps: RunStreamsDeps): RunStreams {
   const s: State = {
     deps, segment: 0, places: new Map(), closed: new Set(), buffer: [], bufferedBytes: 0, runBytes: 0,
-    timer: undefined, chain: Promise.resolve(), queued: false, stopped: false, lost: false,
+    timer: undefined, chain: Promise.resolve(), inFlight: 0, queued: false, stopped: false, lost: false,
   };
   return {
     open: (name) => {
@@ -122,8 +124,15 @@ function background(s: State): void {
   flush(s).catch(() => {});
 }
 
+/**
+ * Sends what is buffered, after any flush under way. Nothing buffered and nothing under way (every
+ * run that does not stream, at each step boundary and at its end): answered at once, with no
+ * promise chained on the tick's path.
+ */
 function flush(s: State): Promise<boolean> {
-  const next = s.chain.then(() => send(s));
+  if (s.inFlight === 0 && s.buffer.length === 0) return Promise.resolve(!s.lost);
+  s.inFlight += 1;
+  const next = s.chain.then(() => send(s)).finally(() => void (s.inFlight -= 1));
   s.chain = next.catch(() => undefined);
   return next;
 }
