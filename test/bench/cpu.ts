@@ -8,7 +8,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 /** Linux reports CPU time in clock ticks of 10 ms (CLK_TCK = 100 on this machine and nearly every other). */
 const TICK_MS = 10;
 
-/** CPU ms used so far by the server whose postmaster is `postmasterPid` and all its children (backends, autovacuum, WAL writer…). */
+/**
+ * CPU ms used so far by the server whose postmaster is `postmasterPid` and all its children
+ * (backends, autovacuum, WAL writer…): each live child's, and the postmaster's own with its exited
+ * children's (cutime, cstime), so a backend that exits keeps its CPU in the sum (counting live
+ * processes only, a delta across an exit went negative).
+ */
 export function postgresCpuMs(postmasterPid: number): number {
   let ticks = 0;
   for (const entry of readdirSync('/proc')) {
@@ -23,7 +28,8 @@ export function postgresCpuMs(postmasterPid: number): number {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const pid = Number(entry);
     const ppid = Number(fields[1]);
-    if (pid === postmasterPid || ppid === postmasterPid) ticks += Number(fields[11]) + Number(fields[12]);
+    if (pid === postmasterPid) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    else if (ppid === postmasterPid) ticks += Number(fields[11]) + Number(fields[12]);
   }
   return ticks * TICK_MS;
 }

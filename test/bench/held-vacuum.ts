@@ -35,7 +35,7 @@ import { writeFile } from 'node:fs/promises';
 import { Logger, makeWorkerUtils, run as runGraphile, runMigrations } from 'graphile-worker';
 import pg from 'pg';
 import { completeAndClaim, type ResultRow } from '../../src/store/claim.ts';
-import { readdirSync, readFileSync } from 'node:fs';
+import { postgresCpuMs } from './cpu.ts';
 import { startBenchServer, type BenchServer } from './server.ts';
 
 const RATE = Number(process.env.HELD_RATE) || 800;
@@ -86,29 +86,6 @@ interface SqlModel {
   /** The claim's index (a partitioned one: its partitions' summed), whose size the probes report. */
   claimIndex: string;
   rotateEverySec?: number;
-}
-
-/**
- * CPU ms used so far by the server: the postmaster's own and its exited children's (cutime, cstime:
- * backends and autovacuum workers that ended), plus each live child's. cpu.ts postgresCpuMs counts
- * live processes only, so a backend that exits takes its CPU out of the sum (deltas went negative).
- */
-function serverCpuMs(postmasterPid: number): number {
-  let ticks = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let fields: string[];
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    } catch {
-      continue;
-    }
-    const pid = Number(entry);
-    if (pid === postmasterPid) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-    else if (Number(fields[1]) === postmasterPid) ticks += Number(fields[11]) + Number(fields[12]);
-  }
-  return ticks * 10;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -408,7 +385,7 @@ async function claimer(run: Run, model: SqlModel, url: string, workerId: string)
 async function sampler(run: Run, url: string, server: BenchServer, deadTables: string[], windows: Window[]) {
   const c = await connect(url);
   try {
-    let last = { t: 0, completed: 0, av: -1, cpu: serverCpuMs(server.postmasterPid) };
+    let last = { t: 0, completed: 0, av: -1, cpu: postgresCpuMs(server.postmasterPid) };
     for (let k = 1; ; k++) {
       await run.until(k * WINDOW_MS);
       if (run.stopped) break;
@@ -419,7 +396,7 @@ async function sampler(run: Run, url: string, server: BenchServer, deadTables: s
                 (SELECT coalesce(max(age(backend_xmin)), 0)::int FROM pg_stat_activity WHERE datname = current_database()) AS xmin_age`,
         [deadTables],
       );
-      const cpu = serverCpuMs(server.postmasterPid);
+      const cpu = postgresCpuMs(server.postmasterPid);
       windows.push({
         t: Math.round(t / 1000),
         phase: run.phaseAt(t - WINDOW_MS / 2),
@@ -605,11 +582,11 @@ function summarize(run: Run, windows: Window[], cpuByPhase: number[]): PhaseSumm
 /** PostgreSQL CPU (ms) spent in each phase, read at the phase boundaries. */
 async function cpuByPhase(run: Run, server: BenchServer, out: number[]) {
   let end = 0;
-  let last = serverCpuMs(server.postmasterPid);
+  let last = postgresCpuMs(server.postmasterPid);
   for (let p = 0; p < 3; p++) {
     end += run.phasesMs[p]!;
     await run.until(end);
-    const now = serverCpuMs(server.postmasterPid);
+    const now = postgresCpuMs(server.postmasterPid);
     out[p] = now - last;
     last = now;
   }
