@@ -11,6 +11,7 @@ import type { FlowLimitRow } from './flow.ts';
 import { appendAttempt } from './history.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
+import { recordEnd } from './queue.ts';
 import { pendingEventsExist, registerTasksCte, subscriptionValues, type RegisteredTaskRow, type Subscriptions } from './event-subscriptions.ts';
 
 /** A finished run, as the tick writes it back. */
@@ -140,14 +141,19 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
     `WITH ${plainDone ? doneWrite(p, values) : GENERAL_WRITE(p.fanIn === true)},
      ${limited ? CLAIM_LIMITED : CLAIM_PLAIN},
      claimed AS (
-       UPDATE skiplock.job j SET
+       UPDATE skiplock.queue j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
          locked_until = ${leaseUntil('$7', '$6')}, updated_at = ${NOW},
          started_at = ${NOW}, progress = NULL, debounce_key = NULL${limited ? RATE_ATTEMPT : ''}
        WHERE j.id = ANY (ARRAY(SELECT id FROM next))${p.fanIn ? NOT_A_PARENT_OF_WRITTEN : ''}
        RETURNING ${CLAIMED_COLUMNS}
+     ),
+     -- What the queue does not hold comes from the record, by primary key.
+     claimed_jobs AS (
+       SELECT c.*, ${RECORD_COLUMNS} FROM claimed c JOIN skiplock.job_record r ON r.id = c.id
+        WHERE r.id = ANY (ARRAY(SELECT id FROM claimed))
      )${limited ? STARTED : ''}${register}
-     SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, w.events_due, claimed.*
+     SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, w.events_due, claimed_jobs.*
        FROM (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) AS written,
                     coalesce(jsonb_agg(id::text) FILTER (WHERE status = 'CANCELLED'), '[]'::jsonb) AS cancelled,
                     -- Two probes of schedule_due_idx (next_run_at, enabled): a few rows at most.
@@ -159,7 +165,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
                     ${p.probeLeases ? LEASE_EXPIRED : 'NULL::boolean'} AS reap_due,
                     ${eventsDue} AS events_due
                FROM written) AS w
-       FULL JOIN claimed ON false`,
+       FULL JOIN claimed_jobs ON false`,
     values,
   );
 }
@@ -173,45 +179,65 @@ const GENERAL_WRITE = (fanIn: boolean) => `results AS MATERIALIZED (
          AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb, locked_by text,
               progress jsonb, trace text, run_at timestamptz, event_wait boolean)
      ),
+     -- The fenced jobs, locked (their latest version: a cancel or a wake committed since this
+     -- statement began is seen), with what each becomes. Then the ones still live are updated in
+     -- the queue, and the ones that ended leave it for their record: two statements' worth of
+     -- writes decided once, on the locked rows.
      -- A retry or a release of a job whose cancel was asked while it ran ends CANCELLED (the
      -- attempt is kept: it ran); a cancel must not be dropped because the attempt failed.
-     written AS (
-       UPDATE skiplock.job j SET
+     outcome AS MATERIALIZED (
+       SELECT j.id, j.locked_by, j.priority, j.started_at, j.flow_key, j.rate_key, j.rate_attempt, j.pending_children, j.step_count,
+              j.schedule_name, j.parent_id, r.result, r.trace,
          -- WAITING (ctx.invoke): QUEUED at once when the children ended before this write (their
          -- ends only counted down: this row was RUNNING then), by the counter or by the step rows.
          -- An event or callback wait (migration 016): QUEUED at once when one of its waits was
-         -- completed while it ran (wait_woken, read from this row: a completion committing now is
-         -- seen); a timed wait is QUEUED until its timeout (run_at), like a sleep.
-         status = CASE WHEN r.status IN ('QUEUED', 'WAITING') AND j.cancel_requested THEN 'CANCELLED'
-                       WHEN r.status = 'WAITING' AND ${WOKEN} THEN 'QUEUED'
-                       WHEN r.status = 'WAITING' AND r.run_at IS NOT NULL THEN 'QUEUED'
-                       ELSE r.status END,
-         attempts = CASE WHEN r.release AND NOT j.cancel_requested THEN j.attempts - 1 ELSE j.attempts END,
-         result = CASE WHEN r.status = 'DONE' THEN r.result END,
-         last_error = coalesce(r.error, j.last_error),
-         run_at = CASE WHEN r.status IN ('QUEUED', 'WAITING') AND NOT j.cancel_requested
-                       THEN CASE WHEN r.status = 'WAITING' AND ${WOKEN} THEN ${NOW} ELSE coalesce(r.run_at, ${NOW} + r.delay_ms ${MS}) END
-                       ELSE j.run_at END,
-         finished_at = CASE WHEN r.status IN ('QUEUED', 'WAITING') AND NOT j.cancel_requested THEN NULL ELSE ${NOW} END,
-         locked_by = NULL, locked_until = NULL, cancel_requested = false, wait_woken = false, updated_at = ${NOW},
-         progress = coalesce(r.progress -> 'value', j.progress),
-         -- A DONE attempt is read from the row (finished_by, finished_traceparent: migration 013),
-         -- not appended: building the entry was a sixth of this statement's time, once per job.
-         finished_by = CASE WHEN r.status = 'DONE' THEN j.locked_by END,
-         finished_traceparent = CASE WHEN r.status = 'DONE' THEN r.trace END,
-         -- src/store/history.ts: any other attempt's entry, by the statement that writes its outcome
-         history = CASE WHEN r.status = 'DONE' THEN j.history ELSE ${appendAttempt({
+         -- completed while it ran (wait_woken, read from the locked row); a timed wait is QUEUED
+         -- until its timeout (run_at), like a sleep.
+         CASE WHEN r.status IN ('QUEUED', 'WAITING') AND j.cancel_requested THEN 'CANCELLED'
+              WHEN r.status = 'WAITING' AND ${WOKEN} THEN 'QUEUED'
+              WHEN r.status = 'WAITING' AND r.run_at IS NOT NULL THEN 'QUEUED'
+              ELSE r.status END AS status,
+         CASE WHEN r.release AND NOT j.cancel_requested THEN j.attempts - 1 ELSE j.attempts END AS attempts,
+         coalesce(r.error, j.last_error) AS last_error,
+         CASE WHEN r.status IN ('QUEUED', 'WAITING') AND NOT j.cancel_requested
+              THEN CASE WHEN r.status = 'WAITING' AND ${WOKEN} THEN ${NOW} ELSE coalesce(r.run_at, ${NOW} + r.delay_ms ${MS}) END
+              ELSE j.run_at END AS run_at,
+         coalesce(r.progress -> 'value', j.progress) AS progress,
+         -- src/store/history.ts: any other attempt's entry, by the statement that writes its outcome.
+         -- A DONE attempt is read from the record (finished_by, finished_traceparent: migration 013).
+         CASE WHEN r.status = 'DONE' THEN j.history ELSE ${appendAttempt({
            outcome: `CASE WHEN r.status IN ('QUEUED', 'WAITING') THEN CASE WHEN j.cancel_requested THEN 'cancelled' WHEN r.status = 'WAITING' THEN 'waiting'
                                                            WHEN r.release AND r.run_at IS NOT NULL THEN 'sleeping' WHEN r.release THEN 'released' ELSE 'retry' END
                          ELSE lower(r.status) END`,
            error: 'r.error',
            progress: `coalesce(r.progress -> 'value', j.progress)`,
            traceparent: 'r.trace',
-         })} END
-       FROM results r
-       WHERE j.id = ANY (ARRAY(SELECT id FROM results)) AND j.id = r.id
+         })} END AS history
+       FROM skiplock.queue j JOIN results r ON j.id = r.id
+       WHERE j.id = ANY (ARRAY(SELECT id FROM results))
          AND j.status = 'RUNNING' AND j.locked_by = coalesce(r.locked_by, $2) AND j.attempts = r.attempt
-       RETURNING j.id, j.status, j.schedule_name, j.schedule_state${fanIn ? ', j.result, j.last_error, j.parent_id, j.parent_step' : ''}
+       FOR UPDATE OF j
+     ),
+     kept AS (
+       UPDATE skiplock.queue j SET
+         status = o.status, attempts = o.attempts, last_error = o.last_error, run_at = o.run_at, progress = o.progress, history = o.history,
+         locked_by = NULL, locked_until = NULL, cancel_requested = false, wait_woken = false, updated_at = ${NOW}
+       FROM outcome o
+       WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE status IN ('QUEUED', 'WAITING'))) AND j.id = o.id
+     ),
+     gone AS (
+       DELETE FROM skiplock.queue j WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE status IN ('DONE', 'DEAD', 'CANCELLED')))
+     ),
+     ended AS MATERIALIZED (SELECT * FROM outcome WHERE status IN ('DONE', 'DEAD', 'CANCELLED')),
+     recorded AS (
+       ${recordEnd('ended', {
+         status: 'e.status', finished_at: NOW, result: `CASE WHEN e.status = 'DONE' THEN e.result END`,
+         finished_by: `CASE WHEN e.status = 'DONE' THEN e.locked_by END`, finished_traceparent: `CASE WHEN e.status = 'DONE' THEN e.trace END`,
+       }, 'r.id, r.schedule_state, r.parent_step')}
+     ),
+     written AS (
+       SELECT o.id, o.status, o.schedule_name, rec.schedule_state, o.result, o.last_error, o.parent_id, rec.parent_step
+         FROM outcome o LEFT JOIN recorded rec ON rec.id = o.id
      ),${fanIn ? `\n     ${fanInCtes('written')},` : ''}
      -- A schedule's recurring state, only with a result that was written (so fenced like it), and
      -- only if the state is still the one the job read when it fired (no lost update).
@@ -231,7 +257,7 @@ const GENERAL_WRITE = (fanIn: boolean) => `results AS MATERIALIZED (
  */
 function doneWrite(p: CompleteAndClaimParams, values: unknown[]): string {
   const param = (value: unknown) => `$${values.push(value)}`;
-  const at = (array: string) => `(${array})[array_position($3::bigint[], j.id)]`;
+  const at = (array: string, alias: string) => `(${array})[array_position($3::bigint[], ${alias}.id)]`;
   // As the general write reads its JSON: a null or absent result is SQL NULL; a progress of null is
   // JSON null (it clears the last one), an absent one SQL NULL (keeps it).
   const json = (value: unknown) => (value === undefined ? null : (JSON.stringify(value) ?? null));
@@ -240,15 +266,18 @@ function doneWrite(p: CompleteAndClaimParams, values: unknown[]): string {
   const results = param(p.results.map((r) => json(r.result ?? undefined)));
   const progress = param(p.results.map((r) => json(r.progress?.value)));
   const traces = param(p.results.map((r) => r.trace ?? null));
-  return `written AS (
-       UPDATE skiplock.job j SET
-         status = 'DONE', result = ${at(`${results}::jsonb[]`)}, finished_at = ${NOW},
-         locked_by = NULL, locked_until = NULL, cancel_requested = false, wait_woken = false, updated_at = ${NOW},
-         progress = coalesce(${at(`${progress}::jsonb[]`)}, j.progress),
-         finished_by = j.locked_by, finished_traceparent = ${at(`${traces}::text[]`)}
+  return `ended AS (
+       DELETE FROM skiplock.queue j
        WHERE j.id = ANY ($3::bigint[]) AND j.status = 'RUNNING'
-         AND j.locked_by = ${at(`${lockedBy}::text[]`)} AND j.attempts = ${at(`${attempts}::int[]`)}
-       RETURNING j.id, j.status
+         AND j.locked_by = ${at(`${lockedBy}::text[]`, 'j')} AND j.attempts = ${at(`${attempts}::int[]`, 'j')}
+       RETURNING j.*
+     ),
+     written AS (
+       ${recordEnd('ended', {
+         status: `'DONE'`, result: at(`${results}::jsonb[]`, 'e'), finished_at: NOW,
+         progress: `coalesce(${at(`${progress}::jsonb[]`, 'e')}, e.progress)`,
+         finished_by: 'e.locked_by', finished_traceparent: at(`${traces}::text[]`, 'e'),
+       }, 'r.id, r.status')}
      )`;
 }
 
@@ -259,11 +288,12 @@ function doneWrite(p: CompleteAndClaimParams, values: unknown[]): string {
  * statement's own STARTED reads. Not `j.*`: 37 columns, eight of them timestamps, were formatted by
  * PostgreSQL and parsed back by the driver for every job of every batch.
  */
-const CLAIMED_COLUMNS = `j.id, j.task, j.payload, j.priority, j.attempts, j.max_attempts, j.timeout_ms, j.cancel_requested, j.last_error,
-         j.idempotency_key, j.schedule_name, j.schedule_state, j.history, j.traceparent, j.parent_id, j.parent_step,
-         j.pending_children, j.step_count, j.flow_key, j.rate_key, ${epochMs('j.run_at')} AS run_at_ms,
+const CLAIMED_COLUMNS = `j.id, j.task, j.priority, j.attempts, j.max_attempts, j.timeout_ms, j.cancel_requested, j.last_error,
+         j.schedule_name, j.history, j.parent_id, j.pending_children, j.step_count, j.flow_key, j.rate_key, ${epochMs('j.run_at')} AS run_at_ms,
          ${epochMs('j.locked_until')} AS locked_until_ms, ${epochMs('j.created_at')} AS created_at_ms,
-         ${epochMs('j.started_at')} AS started_at_ms, ${epochMs('j.scheduled_for')} AS scheduled_for_ms`;
+         ${epochMs('j.started_at')} AS started_at_ms`;
+/** The claimed jobs' columns that only the record holds. */
+const RECORD_COLUMNS = `r.payload, r.idempotency_key, r.schedule_state, r.traceparent, r.parent_step, ${epochMs('r.scheduled_for')} AS scheduled_for_ms`;
 
 /**
  * A WAITING result that is due at once instead: a wait completed while the job ran (wait_woken);
@@ -274,7 +304,7 @@ const WOKEN = `(j.wait_woken OR (NOT coalesce(r.event_wait, false) AND j.pending
                               SELECT 1 FROM skiplock.job_step s WHERE s.job_id = j.id AND s.status = 'waiting'))`;
 
 /** completeAndClaim's lease probe (probeLeases): some RUNNING job's lease has expired. */
-const LEASE_EXPIRED = `EXISTS (SELECT 1 FROM skiplock.job x WHERE x.status = 'RUNNING' AND x.locked_until < ${NOW})`;
+const LEASE_EXPIRED = `EXISTS (SELECT 1 FROM skiplock.queue x WHERE x.status = 'RUNNING' AND x.locked_until < ${NOW})`;
 
 /**
  * With a child's result in the batch: the claim skips the parent of a child this statement ends.

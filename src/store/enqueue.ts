@@ -7,6 +7,7 @@
  */
 import { MS, NOW, clock, type Clock } from './clock.ts';
 import type { NewJobRow } from './job-row.ts';
+import { QUEUE_INSERT, liveJobColumns, queueRowsFrom } from './queue.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 
 /**
@@ -48,7 +49,15 @@ function insertOneJob(job: NewJobRow, now: Clock): Statement {
   const row = `VALUES ($2, $3::jsonb, $4::smallint, coalesce($5::timestamptz, ${NOW} + $6::bigint ${MS}), $7::int, $8::int,
                $9::text, $10::text, $11::timestamptz, $12::text, $13::text, $14::text[], ${NOW}, ${NOW}, $15::text)`;
   return preparedStatement(
-    job.idempotency_key === null ? `${INSERT_JOB}\n       ${row}\n       RETURNING j.*, true AS inserted` : `WITH ${insertedOrHeld(row, 'j.idempotency_key = $9::text')}`,
+    job.idempotency_key === null
+      ? `WITH inserted AS (
+       ${INSERT_JOB}
+       ${row}
+       RETURNING j.*
+     ),
+     ${QUEUED}
+     SELECT i.*, true AS inserted FROM inserted i`
+      : `WITH ${insertedOrHeld(row, 'j.idempotency_key = $9::text')}`,
     [
       clock(now), job.task, JSON.stringify(job.payload), job.priority, job.run_at, job.delay_ms, job.max_attempts, job.timeout_ms,
       job.idempotency_key, job.schedule_name, job.scheduled_for, job.flow_key ?? null, job.rate_key ?? null, job.cancel_on ?? null, job.traceparent ?? null,
@@ -56,20 +65,28 @@ function insertOneJob(job: NewJobRow, now: Clock): Statement {
   );
 }
 
-/** The columns an enqueue writes, in the order both statements above give their values. */
-const INSERT_JOB = `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
+/** The columns an enqueue writes into the record, in the order both statements above give their values. */
+const INSERT_JOB = `INSERT INTO skiplock.job_record AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
                                       idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, created_at, updated_at, traceparent)`;
 
+/** The queue rows of the records a CTE `inserted` wrote (the records hold the live state a new job starts with). */
+const QUEUED = `queued AS (
+       ${QUEUE_INSERT}
+       ${queueRowsFrom('inserted')}
+     )`;
+
 /**
- * The CTE `inserted` writing `rows` except those whose idempotency key is taken, and the answer:
- * what it wrote (`inserted` true) and the jobs already holding the keys `held` matches (false).
+ * The CTE `inserted` writing `rows` except those whose idempotency key is taken (into the record,
+ * where the key is unique, then their queue rows), and the answer: what it wrote (`inserted` true)
+ * and the jobs already holding the keys `held` matches (false), as the view reads them.
  */
 const insertedOrHeld = (rows: string, held: string) => `inserted AS (
        ${INSERT_JOB}
        ${rows}
        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
        RETURNING j.*
-     )
+     ),
+     ${QUEUED}
      SELECT i.*, true AS inserted FROM inserted i
      UNION ALL
      -- Rows the INSERT wrote are invisible here (one snapshot): this half holds only older jobs.
@@ -93,15 +110,38 @@ export interface DebouncedJobRow extends Omit<NewJobRow, 'run_at' | 'idempotency
 export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Statement {
   const j = p.job;
   return statement(
-    `INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, debounce_key, created_at, updated_at, traceparent, flow_key, rate_key, cancel_on)
-     VALUES ($2, $3::jsonb, $4, ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, $7, $8, $9, ${NOW}, ${NOW}, $11, $12, $13, $14::text[])
-     ON CONFLICT (task, debounce_key) WHERE status = 'QUEUED' AND debounce_key IS NOT NULL DO UPDATE SET
-       payload = CASE WHEN $10::text = 'first' THEN j.payload ELSE excluded.payload END,
-       flow_key = CASE WHEN $10::text = 'first' THEN j.flow_key ELSE excluded.flow_key END,
-       rate_key = CASE WHEN $10::text = 'first' THEN j.rate_key ELSE excluded.rate_key END,
-       run_at = least(${NOW} + $5::bigint ${MS}, coalesce(j.created_at + $6::bigint ${MS}, 'infinity')),
-       updated_at = ${NOW}
-     RETURNING j.*, (j.xmax = 0) AS inserted`,
+    `WITH live AS (
+       INSERT INTO skiplock.queue AS q (id, task, status, priority, run_at, attempts, max_attempts, timeout_ms, created_at, updated_at,
+                                        flow_key, rate_key, debounce_key, cancel_on)
+       VALUES (nextval(pg_get_serial_sequence('skiplock.job_record', 'id')), $2, 'QUEUED', $4,
+               ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, 0, $7, $8, ${NOW}, ${NOW}, $12, $13, $9, $14::text[])
+       ON CONFLICT (task, debounce_key) WHERE status = 'QUEUED' AND debounce_key IS NOT NULL DO UPDATE SET
+         flow_key = CASE WHEN $10::text = 'first' THEN q.flow_key ELSE excluded.flow_key END,
+         rate_key = CASE WHEN $10::text = 'first' THEN q.rate_key ELSE excluded.rate_key END,
+         run_at = least(${NOW} + $5::bigint ${MS}, coalesce(q.created_at + $6::bigint ${MS}, 'infinity')),
+         updated_at = ${NOW}
+       RETURNING q.*, (q.xmax = 0) AS inserted
+     ),
+     -- A new job's record, under the id its queue row drew (a conflict wastes a sequence value).
+     created AS (
+       INSERT INTO skiplock.job_record AS j
+              (id, task, payload, priority, run_at, max_attempts, timeout_ms, created_at, updated_at, traceparent, flow_key, rate_key, cancel_on)
+       OVERRIDING SYSTEM VALUE
+       SELECT l.id, l.task, $3::jsonb, l.priority, l.run_at, l.max_attempts, l.timeout_ms, l.created_at, l.updated_at, $11, l.flow_key, l.rate_key, l.cancel_on
+         FROM live l WHERE l.inserted
+       RETURNING j.*
+     ),
+     -- keep 'last': the queued job's payload is replaced (its flow keys were, on the queue row).
+     replaced AS (
+       UPDATE skiplock.job_record j SET payload = $3::jsonb, flow_key = l.flow_key, rate_key = l.rate_key
+         FROM live l WHERE j.id = l.id AND NOT l.inserted AND $10::text = 'last'
+       RETURNING j.*
+     ),
+     records AS (
+       SELECT * FROM created UNION ALL SELECT * FROM replaced
+       UNION ALL SELECT j.* FROM skiplock.job_record j JOIN live l ON j.id = l.id WHERE NOT l.inserted AND $10::text <> 'last'
+     )
+     SELECT ${liveJobColumns('r', 'l')}, l.inserted FROM live l JOIN records r ON r.id = l.id`,
     [clock(p.now), j.task, JSON.stringify(j.payload), j.priority, j.delay_ms, j.max_delay_ms, j.max_attempts, j.timeout_ms, j.debounce_key, j.keep, j.traceparent ?? null, j.flow_key ?? null, j.rate_key ?? null, j.cancel_on ?? null],
   );
 }

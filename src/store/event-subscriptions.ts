@@ -6,6 +6,7 @@
  */
 import { NOW, clock, type Clock } from './clock.ts';
 import type { TriggeredJobRow } from './events.ts';
+import { QUEUE_INSERT, queueRowsFrom } from './queue.ts';
 import { statement, type Statement } from './sql.ts';
 
 /** One task a deployment runs, with the event names its `on:` subscribes to (sorted; [] for none). */
@@ -106,7 +107,7 @@ export function dispatchPendingEvents(p: { now: Clock; rows: readonly DispatchRo
        RETURNING p.event_id, p.task
      ),
      started AS (
-       INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, idempotency_key,
+       INSERT INTO skiplock.job_record AS j (task, payload, priority, run_at, max_attempts, timeout_ms, idempotency_key,
                                       flow_key, rate_key, cancel_on, created_at, updated_at)
        SELECT i.task, i.payload, i.priority, ${NOW}, i.max_attempts, i.timeout_ms, 'skiplock:event:' || i.event_id || ':' || i.task,
               i.flow_key, i.rate_key, i.cancel_on, ${NOW}, ${NOW}
@@ -114,7 +115,11 @@ export function dispatchPendingEvents(p: { now: Clock; rows: readonly DispatchRo
         WHERE i.refused IS NULL
         ORDER BY i.event_id, i.task
        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-       RETURNING j.idempotency_key
+       RETURNING j.*
+     ),
+     started_live AS (
+       ${QUEUE_INSERT}
+       ${queueRowsFrom('started')}
      ),
      counted AS (
        UPDATE skiplock.event e SET

@@ -10,9 +10,6 @@ import { statement, type Statement } from './sql.ts';
 import { markerParts } from './steps.ts';
 import type { StepFence } from './steps.ts';
 
-/** The statuses of a job not yet finished, as an SQL list. */
-export const ACTIVE = `('QUEUED', 'RUNNING', 'WAITING')`;
-
 /**
  * Makes the jobs of `from` (a CTE of `job_id`) due now because one of their waits completed: a
  * WAITING or QUEUED (a timed wait) one is due now; a RUNNING one gets wait_woken, which its result
@@ -20,7 +17,7 @@ export const ACTIVE = `('QUEUED', 'RUNNING', 'WAITING')`;
  */
 export function wakeCte(name: string, from: string): string {
   return `${name} AS (
-       UPDATE skiplock.job j SET
+       UPDATE skiplock.queue j SET
          status = CASE WHEN j.status = 'WAITING' THEN 'QUEUED' ELSE j.status END,
          run_at = CASE WHEN j.status IN ('WAITING', 'QUEUED') THEN ${NOW} ELSE j.run_at END,
          wait_woken = (j.status = 'RUNNING'), updated_at = ${NOW}
@@ -37,7 +34,7 @@ export function wakeCte(name: string, from: string): string {
 function fence(f: StepFence, values: unknown[]): string {
   const marks = markerParts(f, values);
   return `fence AS (
-       UPDATE skiplock.job j SET step_count = j.step_count + $8::int${marks.count},
+       UPDATE skiplock.queue j SET step_count = j.step_count + $8::int${marks.count},
               locked_until = greatest(j.locked_until, ${leaseUntil('$6', '$5')}), updated_at = ${NOW}
         WHERE j.id = $2::bigint AND j.status = 'RUNNING' AND j.locked_by = $3 AND j.attempts = $4
        RETURNING j.id
@@ -66,7 +63,7 @@ const CONSUMED = `ARRAY(SELECT c.event_id FROM skiplock.job_step c
 function waitStatement(p: { kind: 'event' | 'any-event'; found: string; output: string; columns: string; params: string }, fenced: string, values: unknown[]): Statement {
   return statement(
     `WITH job_row AS (
-       SELECT j.created_at FROM skiplock.job j WHERE j.id = $2::bigint AND j.status = 'RUNNING' AND j.locked_by = $3 AND j.attempts = $4
+       SELECT j.created_at FROM skiplock.queue j WHERE j.id = $2::bigint AND j.status = 'RUNNING' AND j.locked_by = $3 AND j.attempts = $4
      ),
      prior AS (SELECT s.status, s.output, s.wake_at FROM skiplock.job_step s WHERE s.job_id = $2::bigint AND s.id = $7),
      found AS (${p.found}),
@@ -197,7 +194,7 @@ export function completeCallback(p: { now: Clock; jobId: string; id: string; dat
               duration_ms = least(greatest(round(extract(epoch FROM ${NOW} - s.started_at) * 1000), 0), 2147483647)::int
         WHERE s.job_id = $2::bigint AND s.id = $3 AND s.kind = 'callback' AND s.status = 'waiting'
           AND (s.wake_at IS NULL OR s.wake_at > ${NOW})
-          AND EXISTS (SELECT 1 FROM skiplock.job j WHERE j.id = s.job_id AND j.status IN ${ACTIVE})
+          AND EXISTS (SELECT 1 FROM skiplock.queue j WHERE j.id = s.job_id)
        RETURNING s.job_id
      ),
      ${wakeCte('woken', 'completed')}

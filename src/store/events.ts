@@ -20,8 +20,10 @@
  * write reads it from the row it updates (the row lock orders the two; src/store/claim.ts).
  */
 import { MS, NOW, clock, type Clock } from './clock.ts';
-import { ACTIVE, wakeCte } from './event-waits.ts';
+import { cancelCtes, descendantsCtes } from './cancel.ts';
+import { wakeCte } from './event-waits.ts';
 import type { NewJobRow } from './job-row.ts';
+import { QUEUE_INSERT, queueRowsFrom } from './queue.ts';
 import { statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
 
@@ -108,8 +110,8 @@ export function sendEvent(p: {
        RETURNING 1
      ),
      cancel_locked AS (
-       SELECT j.id FROM skiplock.job j, fresh f
-        WHERE j.cancel_on && $8::text[] AND j.cancel_on IS NOT NULL AND j.status IN ${ACTIVE} AND j.created_at < f.at
+       SELECT j.id FROM skiplock.queue j, fresh f
+        WHERE j.cancel_on && $8::text[] AND j.cancel_on IS NOT NULL AND j.created_at < f.at
         FOR UPDATE OF j
      ),
      stored AS (
@@ -161,7 +163,7 @@ function completedWaitsCtes(keyMatch: string): string {
          FROM fresh f, firsts w
         WHERE s.job_id = w.job_id AND s.id = w.id AND s.kind IN ('event', 'any-event') AND s.status = 'waiting'
           AND (s.wake_at IS NULL OR s.wake_at > f.at)
-          AND EXISTS (SELECT 1 FROM skiplock.job j WHERE j.id = s.job_id AND j.created_at < f.at AND j.status IN ${ACTIVE})
+          AND EXISTS (SELECT 1 FROM skiplock.queue j WHERE j.id = s.job_id AND j.created_at < f.at)
        RETURNING s.job_id
      )`;
 }
@@ -177,13 +179,17 @@ function triggeredJobsCtes(): string {
          traceparent text, flow_key text, rate_key text, cancel_on text[])
      ),
      started AS (
-       INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, idempotency_key,
+       INSERT INTO skiplock.job_record AS j (task, payload, priority, run_at, max_attempts, timeout_ms, idempotency_key,
                                       flow_key, rate_key, cancel_on, created_at, updated_at, traceparent)
        SELECT i.task, i.payload, i.priority, f.at + i.delay_ms ${MS}, i.max_attempts, i.timeout_ms,
               'skiplock:event:' || f.id || ':' || i.task, i.flow_key, i.rate_key, i.cancel_on, f.at, f.at, i.traceparent
          FROM fresh f CROSS JOIN input i ORDER BY i.ord
        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-       RETURNING j.id
+       RETURNING j.*
+     ),
+     started_live AS (
+       ${QUEUE_INSERT}
+       ${queueRowsFrom('started')}
      )`;
 }
 
@@ -191,13 +197,6 @@ function triggeredJobsCtes(): string {
 export function eventByIdempotencyKey(p: { key: string }): Statement {
   return statement(`SELECT false AS inserted, e.* FROM skiplock.event e WHERE e.idempotency_key = $1 AND e.idempotency_key IS NOT NULL`, [p.key]);
 }
-
-const CANCEL_SET = `status = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE j.status END,
-       finished_at = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN ${NOW} ELSE j.finished_at END,
-       pending_children = 0,
-       cancel_requested = (j.status = 'RUNNING'),
-       last_error = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN 'cancelled by the event ' || $2 || coalesce(' key ' || $3, '') ELSE j.last_error END,
-       updated_at = ${NOW}`;
 
 /**
  * cancelOn, the last statement of a send's batch: the jobs created before the event whose
@@ -211,28 +210,15 @@ export function cancelJobsByEvent(p: { now: Clock; name: string; key: string | n
     ? `SELECT 1 FROM skiplock.event e WHERE e.name = $2 AND ${p.key === null ? 'e.key IS NULL' : 'e.key = $3'} AND e.created_at = ${NOW} AND $4::text IS NULL`
     : `SELECT 1 FROM skiplock.event e WHERE e.idempotency_key = $4 AND e.idempotency_key IS NOT NULL AND e.created_at = ${NOW}`;
   return statement(
-    `WITH RECURSIVE changed AS (
-       UPDATE skiplock.job j SET ${CANCEL_SET}
-        WHERE j.cancel_on && $5::text[] AND j.cancel_on IS NOT NULL AND j.status IN ${ACTIVE} AND j.created_at < ${NOW}
-          AND EXISTS (${stored})
-       RETURNING j.*
-     ),
-     tree(id) AS (
-       SELECT c.id FROM skiplock.job c WHERE c.parent_id IN (SELECT id FROM changed) AND c.parent_id IS NOT NULL
-       UNION
-       SELECT c.id FROM skiplock.job c JOIN tree t ON c.parent_id = t.id WHERE c.parent_id IS NOT NULL
-     ),
-     descendants AS (
-       UPDATE skiplock.job j SET ${CANCEL_SET}
-         FROM tree WHERE j.id = tree.id AND j.status IN ${ACTIVE} AND j.id <> ALL (ARRAY(SELECT id FROM changed))
-       RETURNING j.id
-     ),
-     orphaned_steps AS (
-       UPDATE skiplock.job_step s SET status = 'failed', child_status = 'CANCELLED', finished_at = ${NOW},
-              error = 'cancelled with its parent job'
-        WHERE s.kind = 'invoke' AND s.status = 'waiting'
-          AND s.job_id IN (SELECT id FROM changed UNION ALL SELECT id FROM descendants)
-     ),
+    `WITH RECURSIVE ${cancelCtes('changed', `SELECT j.id FROM skiplock.queue j
+        WHERE j.cancel_on && $5::text[] AND j.cancel_on IS NOT NULL AND j.created_at < ${NOW} AND EXISTS (${stored})`,
+       `'cancelled by the event ' || $2 || coalesce(' key ' || $3, '')`)},
+     ${descendantsCtes({
+       firstLevel: `SELECT c.id FROM skiplock.job_record c WHERE c.parent_id IN (SELECT id FROM changed) AND c.parent_id IS NOT NULL`,
+       stepsOf: `SELECT id FROM changed UNION ALL SELECT id FROM descendants`,
+       error: `'cancelled with its parent job'`,
+       skip: `SELECT id FROM changed`,
+     })},
      ${fanInCtes('changed')},
      counted AS (
        UPDATE skiplock.event e SET cancelled = (SELECT count(*) FROM changed)

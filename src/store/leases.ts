@@ -9,6 +9,7 @@ import { NOW, clock, leaseUntil, type Clock } from './clock.ts';
 import { appendAttempt } from './history.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
+import { recordEnd } from './queue.ts';
 
 /**
  * After a claiming statement failed (it may have committed with its answer lost): gives back the
@@ -22,21 +23,29 @@ import { fanInCtes } from './steps.ts';
  */
 export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: readonly string[] }): Statement {
   return statement(
-    `WITH released AS (
-       UPDATE skiplock.job j SET
-         status = CASE WHEN j.cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
-         attempts = CASE WHEN j.cancel_requested THEN j.attempts ELSE j.attempts - 1 END,
-         run_at = CASE WHEN j.cancel_requested THEN j.run_at ELSE ${NOW} END,
-         finished_at = CASE WHEN j.cancel_requested THEN ${NOW} END,
-         history = ${appendAttempt({
-           outcome: `CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'released' END`,
-           error: `'claimed by a statement whose answer was lost: given back before it ran'`,
-         })},
-         locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
-       WHERE j.status = 'RUNNING' AND (j.locked_by = $2 OR starts_with(j.locked_by, $2 || '#')) AND NOT (j.id = ANY ($3::bigint[]))
-         AND NOT EXISTS (SELECT 1 FROM skiplock.job c WHERE c.parent_id = j.id AND c.status = 'RUNNING'
-                            AND (c.locked_by = $2 OR starts_with(c.locked_by, $2 || '#')) AND NOT (c.id = ANY ($3::bigint[])))
-       RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
+    `WITH outcome AS MATERIALIZED (
+       SELECT j.*, CASE WHEN j.cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END AS next_status,
+              ${appendAttempt({
+                outcome: `CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'released' END`,
+                error: `'claimed by a statement whose answer was lost: given back before it ran'`,
+              })} AS next_history
+         FROM skiplock.queue j
+        WHERE j.status = 'RUNNING' AND (j.locked_by = $2 OR starts_with(j.locked_by, $2 || '#')) AND NOT (j.id = ANY ($3::bigint[]))
+          AND NOT EXISTS (SELECT 1 FROM skiplock.queue c WHERE c.parent_id = j.id AND c.status = 'RUNNING'
+                             AND (c.locked_by = $2 OR starts_with(c.locked_by, $2 || '#')) AND NOT (c.id = ANY ($3::bigint[])))
+        FOR UPDATE OF j
+     ),
+     kept AS (
+       UPDATE skiplock.queue j SET status = 'QUEUED', attempts = j.attempts - 1, run_at = ${NOW}, history = o.next_history,
+              locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
+         FROM outcome o WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE next_status = 'QUEUED')) AND j.id = o.id
+     ),
+     gone AS (DELETE FROM skiplock.queue j WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE next_status = 'CANCELLED'))),
+     ended AS MATERIALIZED (SELECT * FROM outcome WHERE next_status = 'CANCELLED'),
+     recorded AS (${recordEnd('ended', { status: `'CANCELLED'`, finished_at: NOW, history: 'e.next_history' }, 'r.parent_step, r.id')}),
+     released AS (
+       SELECT o.id, o.next_status AS status, NULL::jsonb AS result, o.last_error, o.parent_id, r.parent_step
+         FROM outcome o LEFT JOIN recorded r ON r.id = o.id
      ),
      -- A child cancelled here reaches its parent (src/store/steps.ts).
      ${fanInCtes('released')}
@@ -60,7 +69,7 @@ export function extendLeases(p: {
 }): Statement {
   return preparedStatement(
     `WITH held AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, attempt int, locked_by text, progress jsonb))
-     UPDATE skiplock.job j SET
+     UPDATE skiplock.queue j SET
        locked_until = greatest(j.locked_until, ${leaseUntil('$5', '$4')}),
        updated_at = ${NOW},
        progress = coalesce(r.progress -> 'value', j.progress)
@@ -83,30 +92,38 @@ export function extendLeases(p: {
 export function reapExpiredLeases(p: { now: Clock; limit: number }): Statement {
   return statement(
     `WITH locked AS MATERIALIZED (
-       SELECT id, parent_id FROM skiplock.job
+       SELECT id, parent_id FROM skiplock.queue
         WHERE status = 'RUNNING' AND locked_until < ${NOW}
         ORDER BY locked_until
         LIMIT $2
         FOR UPDATE SKIP LOCKED
      ),
-     expired AS (
-       SELECT id FROM locked l WHERE NOT EXISTS (SELECT 1 FROM locked c WHERE c.parent_id = l.id)
+     outcome AS MATERIALIZED (
+       SELECT j.*,
+              CASE WHEN j.cancel_requested THEN 'CANCELLED' WHEN j.attempts >= j.max_attempts THEN 'DEAD' ELSE 'QUEUED' END AS next_status,
+              'lease expired on attempt ' || j.attempts || ' (worker ' || j.locked_by || ' stopped responding)' AS next_error,
+              ${appendAttempt({
+                outcome: `'lease-lost'`,
+                error: `'lease expired on attempt ' || j.attempts || ' (worker ' || j.locked_by || ' stopped responding)'`,
+              })} AS next_history
+         FROM skiplock.queue j JOIN locked l ON l.id = j.id
+        WHERE NOT EXISTS (SELECT 1 FROM locked c WHERE c.parent_id = l.id)
+        -- Locked already: this reads each row's latest version (a cancel asked since the snapshot).
+        FOR UPDATE OF j
+     ),
+     kept AS (
+       UPDATE skiplock.queue j SET status = 'QUEUED', run_at = ${NOW}, last_error = o.next_error, history = o.next_history,
+              locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
+         FROM outcome o WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE next_status = 'QUEUED')) AND j.id = o.id
+     ),
+     gone AS (DELETE FROM skiplock.queue j WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE next_status <> 'QUEUED'))),
+     ended AS MATERIALIZED (SELECT * FROM outcome WHERE next_status <> 'QUEUED'),
+     recorded AS (
+       ${recordEnd('ended', { status: 'e.next_status', finished_at: NOW, last_error: 'e.next_error', history: 'e.next_history' }, 'r.parent_step, r.id')}
      ),
      reaped AS (
-       UPDATE skiplock.job j SET
-         status = CASE WHEN j.cancel_requested THEN 'CANCELLED'
-                       WHEN j.attempts >= j.max_attempts THEN 'DEAD'
-                       ELSE 'QUEUED' END,
-         finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN ${NOW} END,
-         last_error = 'lease expired on attempt ' || j.attempts || ' (worker ' || j.locked_by || ' stopped responding)',
-         history = ${appendAttempt({
-           outcome: `'lease-lost'`,
-           error: `'lease expired on attempt ' || j.attempts || ' (worker ' || j.locked_by || ' stopped responding)'`,
-         })},
-         run_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN j.run_at ELSE ${NOW} END,
-         locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
-       FROM expired WHERE j.id = expired.id
-       RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
+       SELECT o.id, o.next_status AS status, NULL::jsonb AS result, o.next_error AS last_error, o.parent_id, r.parent_step
+         FROM outcome o LEFT JOIN recorded r ON r.id = o.id
      ),
      -- A child that ends DEAD or CANCELLED here reaches its parent (src/store/steps.ts). The reaper
      -- never sees WAITING jobs: they hold no lease.

@@ -30,7 +30,7 @@ export interface RetentionParams {
 export function pruneFinishedJobs(p: RetentionParams): Statement {
   return statement(
     `WITH doomed AS MATERIALIZED (
-       SELECT id FROM skiplock.job
+       SELECT id FROM skiplock.job_record
         WHERE finished_at < ${NOW} - least($2::bigint, $3::bigint, coalesce($4::bigint, $2::bigint)) ${MS}
           AND (   (status = 'DONE' AND finished_at < ${NOW} - $2 ${MS})
                OR (status = 'CANCELLED' AND finished_at < ${NOW} - $3 ${MS})
@@ -39,7 +39,7 @@ export function pruneFinishedJobs(p: RetentionParams): Statement {
         LIMIT $5
         FOR UPDATE SKIP LOCKED
      ),
-     deleted AS (DELETE FROM skiplock.job j USING doomed WHERE j.id = doomed.id RETURNING j.id),
+     deleted AS (DELETE FROM skiplock.job_record j USING doomed WHERE j.id = doomed.id RETURNING j.id),
      -- Their streams' chunks go with them (migrations/019_streams.sql: no foreign key).
      ${deleteChunksCte('deleted')}${p.eventsMs === undefined ? '' : `,
      -- Events past their retention (event_created_idx): the retention pass stays one statement.

@@ -9,6 +9,7 @@
  */
 import { MS, NOW, clock, leaseUntil, type Clock } from './clock.ts';
 import type { NewJobRow } from './job-row.ts';
+import { QUEUE_INSERT, queueFromRecord, queueRowsFrom } from './queue.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 
 /** The steps of these jobs, in the order their handlers reached them. */
@@ -87,7 +88,7 @@ export function markerParts(f: StepFence, values: unknown[]): { count: string; c
  */
 function fenceCte(steps: string, children = '0'): string {
   return `fence AS (
-       UPDATE skiplock.job j SET step_count = j.step_count + ${steps}, pending_children = j.pending_children + ${children},
+       UPDATE skiplock.queue j SET step_count = j.step_count + ${steps}, pending_children = j.pending_children + ${children},
               locked_until = greatest(j.locked_until, ${leaseUntil('$6', '$5')}), updated_at = ${NOW}
         WHERE j.id = $2::bigint AND j.status = 'RUNNING' AND j.locked_by = $3 AND j.attempts = $4
           ${children === '0' ? '' : 'AND NOT j.cancel_requested'}
@@ -179,12 +180,16 @@ export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }
          traceparent text, flow_key text, rate_key text, cancel_on text[])
      ),
      children AS (
-       INSERT INTO skiplock.job AS j (task, payload, priority, run_at, max_attempts, timeout_ms, flow_key, rate_key, cancel_on,
+       INSERT INTO skiplock.job_record AS j (task, payload, priority, run_at, max_attempts, timeout_ms, flow_key, rate_key, cancel_on,
                                       created_at, updated_at, traceparent, parent_id, parent_step)
        SELECT i.task, i.payload, i.priority, ${NOW} + i.delay_ms ${MS}, i.max_attempts, i.timeout_ms, i.flow_key, i.rate_key, i.cancel_on,
               ${NOW}, ${NOW}, i.traceparent, f.id, i.step
          FROM input i CROSS JOIN fence f ORDER BY i.ord
-       RETURNING j.id, j.task, j.parent_id, j.parent_step
+       RETURNING j.*
+     ),
+     live AS (
+       ${QUEUE_INSERT}
+       ${queueRowsFrom('children')}
      ),
      steps AS (
        INSERT INTO skiplock.job_step (job_id, id, seq, kind, status, attempts, started_at, child_id, child_task)
@@ -238,23 +243,34 @@ export function fanInCtes(ended: string): string {
           AND ${diedOf('p', 'e.id')}
        RETURNING s.job_id, s.status
      ),
+     fan_counts AS MATERIALIZED (
+       SELECT x.job_id, count(*) FILTER (WHERE x.w)::int AS waiting, count(*) FILTER (WHERE NOT x.w)::int AS revived
+         FROM (SELECT job_id, true AS w FROM fan_waiting UNION ALL SELECT job_id, false FROM fan_again WHERE status = 'done') x
+        GROUP BY x.job_id
+     ),
+     -- A live parent (in the queue).
      fan_parents AS (
-       UPDATE skiplock.job p SET
+       UPDATE skiplock.queue p SET
          pending_children = greatest(p.pending_children - n.waiting, 0),
          status = CASE WHEN p.status = 'WAITING' AND n.waiting > 0 AND (p.pending_children - n.waiting <= 0 OR NOT EXISTS (
                           SELECT 1 FROM skiplock.job_step o WHERE o.job_id = p.id AND o.status = 'waiting'
                              AND NOT EXISTS (SELECT 1 FROM fan_ended e WHERE e.id = o.child_id))) THEN 'QUEUED'
-                       WHEN p.status = 'DEAD' AND n.revived > 0 THEN 'QUEUED'
                        ELSE p.status END,
-         attempts = CASE WHEN p.status = 'DEAD' AND n.revived > 0 THEN 0 ELSE p.attempts END,
-         rate_attempt = CASE WHEN p.status = 'DEAD' AND n.revived > 0 THEN NULL ELSE p.rate_attempt END,
-         finished_at = CASE WHEN p.status = 'DEAD' AND n.revived > 0 THEN NULL ELSE p.finished_at END,
-         run_at = CASE WHEN p.status = 'WAITING' OR (p.status = 'DEAD' AND n.revived > 0) THEN ${NOW} ELSE p.run_at END,
+         run_at = CASE WHEN p.status = 'WAITING' THEN ${NOW} ELSE p.run_at END,
          updated_at = ${NOW}
-       FROM (SELECT x.job_id, count(*) FILTER (WHERE x.w)::int AS waiting, count(*) FILTER (WHERE NOT x.w)::int AS revived
-               FROM (SELECT job_id, true AS w FROM fan_waiting UNION ALL SELECT job_id, false FROM fan_again WHERE status = 'done') x
-              GROUP BY x.job_id) n
+       FROM fan_counts n
       WHERE p.id = n.job_id
+     ),
+     -- A DEAD parent given its child's success: live again, as a person's retry makes it.
+     fan_revived AS (
+       UPDATE skiplock.job_record p SET status = 'QUEUED', finished_at = NULL, updated_at = ${NOW},
+              pending_children = greatest(p.pending_children - n.waiting, 0)
+         FROM fan_counts n
+        WHERE p.id = n.job_id AND p.status = 'DEAD' AND n.revived > 0
+       RETURNING p.*
+     ),
+     fan_revived_live AS (
+       ${queueFromRecord('fan_revived', { status: `'QUEUED'`, attempts: '0', rate_attempt: 'NULL', run_at: NOW })}
      )`;
 }
 
@@ -314,7 +330,7 @@ export function reopenParentStepCtes(retried: string, options: { keptOnly?: bool
        RETURNING s.job_id
      ),
      reopened_parents AS (
-       UPDATE skiplock.job p SET pending_children = p.pending_children + n.n, updated_at = ${NOW}
+       UPDATE skiplock.queue p SET pending_children = p.pending_children + n.n, updated_at = ${NOW}
          FROM (SELECT job_id, count(*)::int AS n FROM reopened GROUP BY job_id) n
         WHERE p.id = n.job_id
      )`;

@@ -28,7 +28,7 @@ export async function createTestDb(options: { migrated?: boolean } = {}): Promis
     url,
     sql,
     async emptyJobs(...also) {
-      await sql.query(statement(`TRUNCATE ${['skiplock.job', ...also].join(', ')} CASCADE`));
+      await sql.query(statement(`TRUNCATE ${['skiplock.job_record', 'skiplock.queue', ...also].join(', ')} CASCADE`));
     },
     async drop() {
       await sql.close();

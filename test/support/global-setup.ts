@@ -12,6 +12,7 @@ import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { loadMigrations } from '../../src/store/migrations-fs.ts';
 import { statement } from '../../src/store/sql.ts';
+import { HAND_WRITES } from './hand-writes.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -32,6 +33,7 @@ export default async function setup(project: TestProject) {
   await admin.query(statement(`CREATE DATABASE ${TEMPLATE_DB}`));
   const template = createPgDriver(pg.urlFor(TEMPLATE_DB));
   await migrate(template, await loadMigrations());
+  for (const s of HAND_WRITES) await template.query(s);
   await template.close();
   await admin.close();
 

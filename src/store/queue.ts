@@ -1,0 +1,102 @@
+/**
+ * The two tables of a job (migration 021, docs/architecture.md "The data model"), as SQL fragments
+ * the statements share:
+ *
+ * - `skiplock.queue`: a row per live job (QUEUED, RUNNING, WAITING) holding its live state. The
+ *   claim, the leases, the result write, flow control and the steps' fences write here only.
+ * - `skiplock.job_record`: every job's record, written at enqueue (RECORD_INSERT) and when the job
+ *   ends, by the statement that deletes its queue row (recordEnd). While the job is live the
+ *   record's live columns are a placeholder nothing reads.
+ * - `skiplock.job`: a view, the record with the queue's live columns laid over it, for reads.
+ *
+ * A job moves between them only in these ways: enqueue inserts both rows; an end deletes the queue
+ * row and writes the record from it (one statement, so a reader sees the job live or ended, never
+ * neither); a revival (a person's retry or restart, a dead parent's child that succeeded) inserts a
+ * queue row from the record (queueFromRecord).
+ *
+ * Time: `$1` is always the clock (src/store/clock.ts).
+ */
+import { NOW } from './clock.ts';
+
+/**
+ * The live columns an end copies from the queue row into the record (the rest of the record is
+ * immutable after enqueue, or written by the end itself: status, result, finished_*).
+ */
+export const COPIED_AT_END = [
+  'priority', 'run_at', 'attempts', 'last_error', 'started_at', 'history', 'progress',
+  'flow_key', 'rate_key', 'rate_attempt', 'pending_children', 'step_count',
+] as const;
+
+/**
+ * `UPDATE skiplock.job_record …` ending the jobs of `from` (a CTE returning, per job, its queue
+ * row as the end left it: `id` and COPIED_AT_END, plus the columns `set` reads), with `set`: the
+ * end's own columns (status, finished_at, and what else it writes), which override the copy.
+ * By primary key (`id = ANY`), never a join the planner may turn into a scan of the record.
+ */
+export function recordEnd(from: string, set: Readonly<Record<string, string>>, returning = 'r.id'): string {
+  const columns: Record<string, string> = {
+    ...Object.fromEntries(COPIED_AT_END.map((c) => [c, `e.${c}`])),
+    locked_by: 'NULL', locked_until: 'NULL', cancel_requested: 'false', wait_woken: 'false', debounce_key: 'NULL',
+    updated_at: NOW,
+    ...set,
+  };
+  return `UPDATE skiplock.job_record r SET
+         ${Object.entries(columns).map(([c, v]) => `${c} = ${v}`).join(', ')}
+       FROM ${from} e
+       WHERE r.id = ANY (ARRAY(SELECT id FROM ${from})) AND r.id = e.id
+       RETURNING ${returning}`;
+}
+
+/** The queue's columns that an enqueue or a revival writes, in the order QUEUE_VALUES gives them. */
+export const QUEUE_INSERT = `INSERT INTO skiplock.queue (id, task, status, priority, run_at, attempts, max_attempts, timeout_ms,
+                                   created_at, updated_at, flow_key, rate_key, debounce_key, parent_id, cancel_on, schedule_name)`;
+
+/**
+ * `SELECT` of a new queue row per row of `from` (alias `x`: a record row as just inserted, or
+ * returned by an INSERT into the record): QUEUED, with the record's own run_at and flow keys.
+ */
+export const queueRowsFrom = (from: string, debounceKey = 'NULL') =>
+  `SELECT x.id, x.task, 'QUEUED', x.priority, x.run_at, 0, x.max_attempts, x.timeout_ms,
+          x.created_at, x.updated_at, x.flow_key, x.rate_key, ${debounceKey}, x.parent_id, x.cancel_on, x.schedule_name
+     FROM ${from} x`;
+
+/** The live columns the queue lays over the record (the view skiplock.job, migration 021). */
+const LIVE = new Set([
+  'status', 'priority', 'run_at', 'attempts', 'locked_by', 'locked_until', 'cancel_requested', 'last_error', 'updated_at', 'started_at',
+  'history', 'progress', 'flow_key', 'rate_key', 'rate_attempt', 'debounce_key', 'pending_children', 'step_count', 'wait_woken',
+]);
+
+/** Every column of a job row, in the view's order. */
+const JOB_ROW = [
+  'id', 'task', 'payload', 'status', 'priority', 'run_at', 'attempts', 'max_attempts', 'timeout_ms', 'locked_by', 'locked_until',
+  'cancel_requested', 'last_error', 'result', 'idempotency_key', 'schedule_name', 'scheduled_for', 'created_at', 'updated_at',
+  'finished_at', 'schedule_state', 'started_at', 'history', 'progress', 'traceparent', 'flow_key', 'rate_key', 'debounce_key',
+  'parent_id', 'parent_step', 'pending_children', 'step_count', 'finished_by', 'finished_traceparent', 'rate_attempt', 'wait_woken',
+  'cancel_on',
+] as const;
+
+/**
+ * A job row (the view's columns) from a record alias and a queue alias that is known to be the
+ * job's queue row: what a statement that just wrote both answers, without reading the view.
+ */
+export const liveJobColumns = (record: string, queue: string) =>
+  JOB_ROW.map((c) => (LIVE.has(c) ? `${queue}.${c}` : `${record}.${c}`)).join(', ');
+
+/** The queue's columns (migration 021). */
+const QUEUE_COLUMNS = [
+  'id', 'task', 'status', 'priority', 'run_at', 'attempts', 'max_attempts', 'timeout_ms', 'locked_by', 'locked_until', 'cancel_requested',
+  'last_error', 'created_at', 'updated_at', 'started_at', 'history', 'progress', 'flow_key', 'rate_key', 'rate_attempt', 'debounce_key',
+  'parent_id', 'pending_children', 'step_count', 'wait_woken', 'cancel_on', 'schedule_name',
+] as const;
+
+/**
+ * `INSERT INTO skiplock.queue …` reviving the jobs of `from` (alias `x`: their records, as a CTE
+ * returning `*` of skiplock.job_record) as live again: the record's state, with `set` overriding
+ * columns (status and attempts at least). A revived job holds no lease.
+ */
+export function queueFromRecord(from: string, set: Readonly<Record<string, string>>): string {
+  const value = (c: string) =>
+    set[c] ?? (c === 'locked_by' || c === 'locked_until' || c === 'debounce_key' ? 'NULL' : c === 'cancel_requested' || c === 'wait_woken' ? 'false' : `x.${c}`);
+  return `INSERT INTO skiplock.queue (${QUEUE_COLUMNS.join(', ')})
+       SELECT ${QUEUE_COLUMNS.map(value).join(', ')} FROM ${from} x`;
+}
