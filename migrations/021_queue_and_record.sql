@@ -26,7 +26,9 @@ CREATE TABLE skiplock.queue (
   task             text        NOT NULL,
   status           text        NOT NULL DEFAULT 'QUEUED' CHECK (status IN ('QUEUED', 'RUNNING', 'WAITING')),
   priority         smallint    NOT NULL DEFAULT 0,
-  run_at           timestamptz NOT NULL,
+  -- When the job is due: for QUEUED always; for WAITING its wake instant (a sleep's end, a wait's
+  -- timeout), or null when only an event, a callback or its children wake it.
+  run_at           timestamptz,
   attempts         integer     NOT NULL DEFAULT 0,
   max_attempts     integer     NOT NULL,
   timeout_ms       integer     NOT NULL,
@@ -55,13 +57,26 @@ CREATE TABLE skiplock.queue (
     AND (status = 'RUNNING' OR (locked_by IS NULL AND locked_until IS NULL))
   ),
   CONSTRAINT queue_running_has_attempt CHECK (status <> 'RUNNING' OR attempts >= 1),
-  CONSTRAINT queue_pending_children_in_range CHECK (pending_children >= 0)
+  CONSTRAINT queue_pending_children_in_range CHECK (pending_children >= 0),
+  CONSTRAINT queue_due_unless_waiting CHECK (run_at IS NOT NULL OR status = 'WAITING')
 );
 
 -- The live jobs move: a copy of their live columns. Their records keep what they hold (a
 -- placeholder from now on). Before the queue's indexes are built, so the copy writes no entries.
 INSERT INTO skiplock.queue (id, task, status, priority, run_at, attempts, max_attempts, timeout_ms, locked_by, locked_until, cancel_requested, last_error, created_at, updated_at, started_at, history, progress, flow_key, rate_key, rate_attempt, debounce_key, parent_id, pending_children, step_count, wait_woken, cancel_on, schedule_name)
 SELECT id, task, status, priority, run_at, attempts, max_attempts, timeout_ms, locked_by, locked_until, cancel_requested, last_error, created_at, updated_at, started_at, history, progress, flow_key, rate_key, rate_attempt, debounce_key, parent_id, pending_children, step_count, wait_woken, cancel_on, schedule_name FROM skiplock.job_record WHERE status IN ('QUEUED', 'RUNNING', 'WAITING');
+
+-- Jobs read as what they are (CONTRACT "How jobs read"): a job its own handler suspended is
+-- WAITING until it is due again, with its wake instant as run_at, or none. Before this migration a
+-- sleep or a timed wait was QUEUED with a future run_at, and a WAITING job held a placeholder run_at.
+UPDATE skiplock.queue q SET status = 'WAITING'
+ WHERE q.status = 'QUEUED' AND EXISTS (
+   SELECT 1 FROM skiplock.job_step s WHERE s.job_id = q.id
+      AND ((s.kind = 'sleep' AND s.status = 'sleeping') OR (s.kind <> 'sleep' AND s.status = 'waiting')));
+UPDATE skiplock.queue q SET run_at = (
+   SELECT min(s.wake_at) FROM skiplock.job_step s WHERE s.job_id = q.id
+      AND ((s.kind = 'sleep' AND s.status = 'sleeping') OR (s.kind <> 'sleep' AND s.status = 'waiting')))
+ WHERE q.status = 'WAITING';
 
 -- The live-state indexes move to the queue, with the same names as before on the job table.
 DROP INDEX skiplock.job_claim_idx;
@@ -72,14 +87,17 @@ DROP INDEX skiplock.job_flow_running_idx;
 DROP INDEX skiplock.job_flow_resume_idx;
 DROP INDEX skiplock.job_debounce_idx;
 DROP INDEX skiplock.job_cancel_on_idx;
-CREATE INDEX job_claim_idx ON skiplock.queue (priority DESC, run_at, id, timeout_ms, task) WHERE status = 'QUEUED';
+-- The claim's index holds every job that may become due by the clock alone: QUEUED ones and
+-- WAITING ones with a wake instant (a sleep, a timed wait), so a claim takes a WAITING job whose
+-- instant came in the same statement. WAITING ones without (children, an event) are not in it.
+CREATE INDEX job_claim_idx ON skiplock.queue (priority DESC, run_at, id, timeout_ms, task) WHERE status <> 'RUNNING' AND run_at IS NOT NULL;
 CREATE INDEX job_reap_idx ON skiplock.queue (locked_until) WHERE status = 'RUNNING';
 CREATE INDEX job_schedule_live_idx ON skiplock.queue (schedule_name) WHERE schedule_name IS NOT NULL;
 CREATE INDEX job_flow_queued_idx ON skiplock.queue (task, flow_key, rate_key, priority DESC, run_at, id)
-  WHERE status = 'QUEUED' AND flow_key IS NOT NULL;
+  WHERE status <> 'RUNNING' AND run_at IS NOT NULL AND flow_key IS NOT NULL;
 CREATE INDEX job_flow_running_idx ON skiplock.queue (task, flow_key) WHERE status = 'RUNNING' AND flow_key IS NOT NULL;
 CREATE INDEX job_flow_resume_idx ON skiplock.queue (task, flow_key, rate_key, priority DESC, run_at, id)
-  WHERE status = 'QUEUED' AND flow_key IS NOT NULL AND rate_attempt = attempts + 1;
+  WHERE status <> 'RUNNING' AND run_at IS NOT NULL AND flow_key IS NOT NULL AND rate_attempt = attempts + 1;
 CREATE UNIQUE INDEX job_debounce_idx ON skiplock.queue (task, debounce_key)
   WHERE status = 'QUEUED' AND debounce_key IS NOT NULL;
 CREATE INDEX job_cancel_on_idx ON skiplock.queue USING gin (cancel_on) WHERE cancel_on IS NOT NULL;
@@ -125,14 +143,15 @@ SELECT r.id,
        r.cancel_on
   FROM skiplock.job_record r LEFT JOIN skiplock.queue q ON q.id = r.id;
 
--- The claim functions of migrations 003, 005 and 015, on the queue.
+-- The claim functions of migrations 003, 005 and 015, on the queue, where a job that may be claimed
+-- is one the claim index holds (QUEUED, or WAITING with a wake instant).
 CREATE OR REPLACE FUNCTION skiplock.claimable_jobs(lim int, at timestamptz, budget_ms int, task_names text[]) RETURNS SETOF bigint
   LANGUAGE sql VOLATILE ROWS 100
   SET enable_sort = off
   SET enable_bitmapscan = off
 AS $$
   SELECT id FROM skiplock.queue
-   WHERE status = 'QUEUED' AND run_at <= at AND timeout_ms <= budget_ms AND attempts < max_attempts
+   WHERE status <> 'RUNNING' AND run_at IS NOT NULL AND run_at <= at AND timeout_ms <= budget_ms AND attempts < max_attempts
      AND task = ANY(task_names)
    ORDER BY priority DESC, run_at, id
    LIMIT lim
@@ -145,13 +164,13 @@ CREATE OR REPLACE FUNCTION skiplock.next_claimable_at(task_names text[], budget_
   SET enable_bitmapscan = off
 AS $$
   WITH RECURSIVE priorities(priority) AS (
-    SELECT max(priority) FROM skiplock.queue WHERE status = 'QUEUED'
+    SELECT max(priority) FROM skiplock.queue WHERE status <> 'RUNNING' AND run_at IS NOT NULL
     UNION ALL
-    SELECT (SELECT max(j.priority) FROM skiplock.queue j WHERE j.status = 'QUEUED' AND j.priority < p.priority)
+    SELECT (SELECT max(j.priority) FROM skiplock.queue j WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.priority < p.priority)
       FROM priorities p WHERE p.priority IS NOT NULL
   )
   SELECT min((SELECT j.run_at FROM skiplock.queue j
-               WHERE j.status = 'QUEUED' AND j.priority = p.priority
+               WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.priority = p.priority
                  AND j.task = ANY(task_names) AND j.attempts < j.max_attempts AND j.timeout_ms <= budget_ms
                ORDER BY j.run_at
                LIMIT 1))
@@ -213,23 +232,23 @@ BEGIN
       -- index condition; the walk ends where the task does.)
       after_start(task, fk, rk) AS (
         (SELECT j.task, j.flow_key, j.rate_key FROM skiplock.queue j
-          WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) > (tname, cf, cr)
+          WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) > (tname, cf, cr)
           ORDER BY j.task, j.flow_key, j.rate_key LIMIT 1)
         UNION ALL
         SELECT n.* FROM after_start a CROSS JOIN LATERAL (
           SELECT j.task, j.flow_key, j.rate_key FROM skiplock.queue j
-           WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) > (a.task, a.fk, a.rk)
+           WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) > (a.task, a.fk, a.rk)
            ORDER BY j.task, j.flow_key, j.rate_key LIMIT 1) n
          WHERE a.task = tname
       ),
       up_to_start(task, fk, rk) AS (
         (SELECT j.task, j.flow_key, j.rate_key FROM skiplock.queue j
-          WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) >= (tname, '', '')
+          WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) >= (tname, '', '')
           ORDER BY j.task, j.flow_key, j.rate_key LIMIT 1)
         UNION ALL
         SELECT n.* FROM up_to_start a CROSS JOIN LATERAL (
           SELECT j.task, j.flow_key, j.rate_key FROM skiplock.queue j
-           WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) > (a.task, a.fk, a.rk)
+           WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.flow_key IS NOT NULL AND (j.task, j.flow_key, j.rate_key) > (a.task, a.fk, a.rk)
            ORDER BY j.task, j.flow_key, j.rate_key LIMIT 1) n
          WHERE a.task = tname AND (a.task, a.fk, a.rk) <= (tname, cf, cr)
       )
@@ -276,7 +295,7 @@ BEGIN
         -- Resumes first, whatever the window holds: their start was counted when their attempt began.
         resumed := ARRAY(
           SELECT j.id FROM skiplock.queue j
-           WHERE j.status = 'QUEUED' AND j.task = tname AND j.flow_key = g.fk AND j.rate_key = g.rk
+           WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.task = tname AND j.flow_key = g.fk AND j.rate_key = g.rk
              AND j.rate_attempt = j.attempts + 1
              AND j.run_at <= at AND j.timeout_ms <= budget_ms AND j.attempts < j.max_attempts
              AND j.xmin IS DISTINCT FROM mine
@@ -286,7 +305,7 @@ BEGIN
         take := least(take - cardinality(resumed), room);
         fresh := CASE WHEN take > 0 THEN ARRAY(
           SELECT j.id FROM skiplock.queue j
-           WHERE j.status = 'QUEUED' AND j.task = tname AND j.flow_key = g.fk AND j.rate_key = g.rk
+           WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.task = tname AND j.flow_key = g.fk AND j.rate_key = g.rk
              AND j.rate_attempt IS DISTINCT FROM j.attempts + 1
              AND j.run_at <= at AND j.timeout_ms <= budget_ms AND j.attempts < j.max_attempts
              AND j.xmin IS DISTINCT FROM mine
@@ -298,7 +317,7 @@ BEGIN
         resumed := '{}';
         fresh := ARRAY(
           SELECT j.id FROM skiplock.queue j
-           WHERE j.status = 'QUEUED' AND j.task = tname AND j.flow_key = g.fk AND j.rate_key = g.rk
+           WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.task = tname AND j.flow_key = g.fk AND j.rate_key = g.rk
              AND j.run_at <= at AND j.timeout_ms <= budget_ms AND j.attempts < j.max_attempts
              AND j.xmin IS DISTINCT FROM mine
            ORDER BY j.priority DESC, j.run_at, j.id

@@ -9,19 +9,25 @@
  *     │  │              │ ├────release─────▶ QUEUED (stopped by the worker at its deadline or
  *     │  │              │ │                           shutdown; the attempt is given back)
  *     │  │              │ └────lease expired (reaper) ▶ QUEUED, or DEAD when attempts are exhausted
- *     │  │              │ ├────suspend─────▶ QUEUED (ctx.sleep: run_at = wake time; a yield between
- *     │  │              │ │                           steps: due now; the attempt is given back)
- *     │  │              │ └────wait────────▶ WAITING (ctx.invoke: until its children end; QUEUED
- *     │  │              │                              at once when they all ended already)
- *     │  │              │                              ctx.waitForEvent/waitForCallback: WAITING, or
- *     │  │              │                              with a timeout QUEUED until it, like a sleep)
- *     │  │            WAITING ──last child ends (fan-in), or its event/callback arrives──▶ QUEUED (due now)
+ *     │  │              │ ├────suspend─────▶ WAITING (ctx.sleep: run_at = wake time, the attempt
+ *     │  │              │ │                           given back); a yield between steps: QUEUED, due now
+ *     │  │              │ └────wait────────▶ WAITING (ctx.invoke: until its children end;
+ *     │  │              │                              ctx.waitForEvent/waitForCallback: until the
+ *     │  │              │                              wait completes, run_at = its timeout or none;
+ *     │  │              │                              QUEUED at once when it was already over)
+ *     │  │            WAITING ──its wake instant comes──▶ RUNNING (claimed like a due QUEUED job:
+ *     │  │              │                                 the sleep's end, a wait's timeout)
+ *     │  │              ├──last child ends (fan-in), or its event/callback arrives──▶ QUEUED (due now)
  *     │  │              └──cancel (by a person)──▶ CANCELLED, with its QUEUED/WAITING descendants
  *     │  └──cancel──▶ CANCELLED
  *     └──────retry (by a person)──── DEAD | CANCELLED
  *            (and DEAD ──a failed child of it, retried by a person, ends DONE──▶ QUEUED)
  *     (restart from a step, by a person: DEAD | CANCELLED ──▶ QUEUED; its recorded steps from that
  *      one on are forgotten: src/store/restart.ts. Never a live job: see RESTARTABLE_STATUSES)
+ *
+ * A live job (QUEUED, RUNNING, WAITING) is a row of skiplock.queue; a job that ended is its record
+ * only (skiplock.job_record, migration 021): the arrows into DONE, DEAD and CANCELLED delete the
+ * queue row and write the record in the same statement, and the arrows out of them insert it again.
  *
  * Every arrow is one SQL statement in src/store: the enqueue in enqueue.ts, the claim and the
  * result in claim.ts, the reaper in leases.ts, those a person takes (cancel and retry) in admin.ts;
@@ -39,8 +45,9 @@ import type { JobStatus } from './types.ts';
 export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   QUEUED: ['RUNNING', 'CANCELLED'],
   RUNNING: ['DONE', 'QUEUED', 'WAITING', 'DEAD', 'CANCELLED'],
-  // Durable steps (issue 15, migration 012): a parent waiting for the children it invoked.
-  WAITING: ['QUEUED', 'CANCELLED'],
+  // Durable steps (issue 15, migration 012): a parent waiting for the children it invoked; since
+  // migration 021 also a sleep or a wait, claimed when its wake instant comes.
+  WAITING: ['RUNNING', 'QUEUED', 'CANCELLED'],
   DONE: [],
   DEAD: ['QUEUED'],
   CANCELLED: ['QUEUED'],
@@ -66,7 +73,7 @@ export type Outcome =
   | { kind: 'release'; error: string }
   /**
    * Durable steps (src/runtime/steps/steps.ts): the handler left the invocation on its own — a sleep
-   * (QUEUED at `runAt`, database time as ISO text) or a yield between steps near the deadline
+   * (WAITING until `runAt`, database time as ISO text: the result write decides it) or a yield between steps near the deadline
    * (`runAt` null: due now). The attempt is given back; last_error is kept.
    */
   | { kind: 'suspend'; runAt: string | null }

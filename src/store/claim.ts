@@ -191,16 +191,18 @@ const GENERAL_WRITE = (fanIn: boolean) => `results AS MATERIALIZED (
          -- WAITING (ctx.invoke): QUEUED at once when the children ended before this write (their
          -- ends only counted down: this row was RUNNING then), by the counter or by the step rows.
          -- An event or callback wait (migration 016): QUEUED at once when one of its waits was
-         -- completed while it ran (wait_woken, read from the locked row); a timed wait is QUEUED
-         -- until its timeout (run_at), like a sleep.
+         -- completed while it ran (wait_woken, read from the locked row). Otherwise a job its own
+         -- handler suspended is WAITING (CONTRACT "How jobs read"): a sleep not yet over, or a
+         -- wait, with its wake instant as run_at (a timeout), or none; the claim takes it then.
          CASE WHEN r.status IN ('QUEUED', 'WAITING') AND j.cancel_requested THEN 'CANCELLED'
               WHEN r.status = 'WAITING' AND ${WOKEN} THEN 'QUEUED'
-              WHEN r.status = 'WAITING' AND r.run_at IS NOT NULL THEN 'QUEUED'
+              WHEN ${SLEEPING} THEN 'WAITING'
               ELSE r.status END AS status,
          CASE WHEN r.release AND NOT j.cancel_requested THEN j.attempts - 1 ELSE j.attempts END AS attempts,
          coalesce(r.error, j.last_error) AS last_error,
          CASE WHEN r.status IN ('QUEUED', 'WAITING') AND NOT j.cancel_requested
-              THEN CASE WHEN r.status = 'WAITING' AND ${WOKEN} THEN ${NOW} ELSE coalesce(r.run_at, ${NOW} + r.delay_ms ${MS}) END
+              THEN CASE WHEN r.status = 'WAITING' AND ${WOKEN} THEN ${NOW} WHEN r.status = 'WAITING' THEN r.run_at
+                        ELSE coalesce(r.run_at, ${NOW} + r.delay_ms ${MS}) END
               ELSE j.run_at END AS run_at,
          coalesce(r.progress -> 'value', j.progress) AS progress,
          -- src/store/history.ts: any other attempt's entry, by the statement that writes its outcome.
@@ -294,6 +296,9 @@ const CLAIMED_COLUMNS = `j.id, j.task, j.priority, j.attempts, j.max_attempts, j
          ${epochMs('j.started_at')} AS started_at_ms`;
 /** The claimed jobs' columns that only the record holds. */
 const RECORD_COLUMNS = `r.payload, r.idempotency_key, r.schedule_state, r.traceparent, r.parent_step, ${epochMs('r.scheduled_for')} AS scheduled_for_ms`;
+
+/** A ctx.sleep's result (a release with a wake instant) whose instant has not come: the job is WAITING. */
+const SLEEPING = `(r.status = 'QUEUED' AND r.release AND r.run_at IS NOT NULL AND r.run_at > ${NOW})`;
 
 /**
  * A WAITING result that is due at once instead: a wait completed while the job ran (wait_woken);

@@ -12,14 +12,14 @@ import type { StepFence } from './steps.ts';
 
 /**
  * Makes the jobs of `from` (a CTE of `job_id`) due now because one of their waits completed: a
- * WAITING or QUEUED (a timed wait) one is due now; a RUNNING one gets wait_woken, which its result
+ * WAITING one (a timed wait too) is QUEUED, due now; a RUNNING one gets wait_woken, which its result
  * write reads. Jobs that finished meanwhile are left alone.
  */
 export function wakeCte(name: string, from: string): string {
   return `${name} AS (
        UPDATE skiplock.queue j SET
          status = CASE WHEN j.status = 'WAITING' THEN 'QUEUED' ELSE j.status END,
-         run_at = CASE WHEN j.status IN ('WAITING', 'QUEUED') THEN ${NOW} ELSE j.run_at END,
+         run_at = CASE WHEN j.status = 'WAITING' THEN ${NOW} ELSE j.run_at END,
          wait_woken = (j.status = 'RUNNING'), updated_at = ${NOW}
         WHERE j.id = ANY (ARRAY(SELECT job_id FROM ${from})) AND j.status IN ('QUEUED', 'RUNNING', 'WAITING')
        RETURNING j.id

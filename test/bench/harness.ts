@@ -129,7 +129,7 @@ export interface SqlCounts {
 }
 
 /** completeAndClaim, by its text (either write: the general one starts with its results, the DONE one with its write). */
-export const isClaimStatement = (text: string) => /^(WITH results AS|WITH written AS)/.test(text.replace(/^(\s*--[^\n]*\n)*/, '').trimStart());
+export const isClaimStatement = (text: string) => /^(WITH results AS|WITH written AS|WITH ended AS)/.test(text.replace(/^(\s*--[^\n]*\n)*/, '').trimStart());
 
 export function countingSql(sql: Sql): { sql: Sql; counts: SqlCounts; reset(): void } {
   const counts: SqlCounts = { statements: 0, claimBatches: 0, claimedJobs: 0, byKind: {} };

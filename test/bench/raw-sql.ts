@@ -7,6 +7,7 @@
  * once, each on a connection of its own: claim 100 with SKIP LOCKED + one fenced batch update,
  * per connection.
  */
+import { seeded } from '../support/seed.ts';
 import { completeAndClaim, type ResultRow } from '../../src/store/claim.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { statement } from '../../src/store/sql.ts';
@@ -24,7 +25,7 @@ export async function rawSqlThroughput(p: RawSqlThroughputParams): Promise<Throu
   const counted = countingSql(createPgDriver(p.url, { max: connections }));
   const { sql } = counted;
   try {
-    await sql.query(statement(`INSERT INTO skiplock.job (task, payload) SELECT 'noop', '{}'::jsonb FROM generate_series(1, $1)`, [p.jobs]));
+    await sql.query(statement(seeded(`INSERT INTO skiplock.job_record (task, payload) SELECT 'noop', '{}'::jsonb FROM generate_series(1, $1)`), [p.jobs]));
     if (p.tableStats !== 'fresh') await analyzeDatabase(p.url);
     const before = await readServerCounters(p.adminUrl, database, p.postmasterPid);
     counted.reset();

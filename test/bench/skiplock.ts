@@ -2,6 +2,7 @@
  * skiplock under the benchmarks: ticks from createSkiplock, on the pg driver (or Neon's HTTP
  * driver through the local proxy), no-op handlers.
  */
+import { seeded } from '../support/seed.ts';
 import { z } from 'zod';
 import { createSkiplock, type Skiplock } from '../../src/runtime/skiplock.ts';
 import { defineTask } from '../../src/runtime/tasks/task.ts';
@@ -99,7 +100,7 @@ export async function skiplockThroughput(p: SkiplockThroughputParams): Promise<T
   // per process, one statement; in a run this short it would show as a round trip per tick.)
   const skiplock = createSkiplock({ sql: counted.sql, tasks: [noop], log: silent, retention: false });
   try {
-    if (p.tableStats === 'fresh') await counted.sql.query({ text: `ALTER TABLE skiplock.job SET (autovacuum_enabled = off)`, values: [] });
+    if (p.tableStats === 'fresh') await counted.sql.query({ text: `ALTER TABLE skiplock.job_record SET (autovacuum_enabled = off); ALTER TABLE skiplock.queue SET (autovacuum_enabled = off)`, values: [] });
     await enqueueMany(skiplock, 'noop', p.jobs, flow?.keys ? (i) => ({ k: `key-${i % flow.keys!}` }) : undefined);
     if (p.tableStats !== 'fresh') await analyzeDatabase(p.url);
     const before = await readServerCounters(p.adminUrl, database, p.postmasterPid);
@@ -202,10 +203,10 @@ export async function skiplockTickMemory(p: { url: string; backlog: number; conc
   const skiplock = createSkiplock({ sql, tasks: [noop], log: silent, retention: false });
   try {
     await sql.query({
-      text: `INSERT INTO skiplock.job (task, payload) SELECT 'noop', '{}'::jsonb FROM generate_series(1, $1)`,
+      text: seeded(`INSERT INTO skiplock.job_record (task, payload) SELECT 'noop', '{}'::jsonb FROM generate_series(1, $1)`),
       values: [p.backlog],
     });
-    await sql.query({ text: `VACUUM ANALYZE skiplock.job`, values: [] });
+    await sql.query({ text: `VACUUM ANALYZE skiplock.job_record, skiplock.queue`, values: [] });
     (globalThis as { gc?: () => void }).gc?.();
     const mb = (n: number) => Math.round((n / 2 ** 20) * 10) / 10;
     const base = process.memoryUsage();

@@ -46,7 +46,7 @@ describe('a timed wait and an event after its timeout', () => {
     const s = make();
     const job = await s.enqueue({ task: 'timed', payload: { key: 'late' } });
     await s.tick({ untilIdle: true });
-    expect(await s.getJob(job.id)).toMatchObject({ status: 'QUEUED', runAt: at(300) });
+    expect(await s.getJob(job.id)).toMatchObject({ status: 'WAITING', runAt: at(300) });
 
     clock = 1_000;
     const sent = await s.sendEvent({ name: 'order.paid', key: 'late', data: { amount: 5 } });
@@ -135,7 +135,7 @@ describe('parallel waits of one job on one name', () => {
     expect(await s.getJob(job.id)).toMatchObject({ status: 'DONE', result: { a: 3, b: 4 } });
   });
 
-  test('a wait for ever and a timed one in parallel: both recorded, the job due at the timeout (not WAITING for ever)', async () => {
+  test('a wait for ever and a timed one in parallel: both recorded, the job WAITING with the timeout as its runAt (not for ever)', async () => {
     const either = defineTask({
       name: 'either',
       payload: z.object({}),
@@ -152,7 +152,7 @@ describe('parallel waits of one job on one name', () => {
     const s = createSkiplock({ sql: db.sql, tasks: [either], now: () => at(clock), log: quiet, retention: false });
     const job = await s.enqueue({ task: 'either', payload: {} });
     await s.tick({ untilIdle: true });
-    expect(await s.getJob(job.id)).toMatchObject({ status: 'QUEUED', runAt: at(300) });
+    expect(await s.getJob(job.id)).toMatchObject({ status: 'WAITING', runAt: at(300) });
     expect((await rows(`SELECT id, status FROM skiplock.job_step WHERE job_id = $1 ORDER BY seq`, [job.id])).map((r) => r.id)).toEqual(['forever', 'timed']);
     clock = 400;
     await s.tick({ untilIdle: true });

@@ -153,7 +153,7 @@ describe('a result too large for one statement', () => {
   test('a row the database refuses fails alone: the others of its batch land, and it ends DEAD saying why', async () => {
     // A CHECK this code knows nothing about stands for any row-level refusal (a trigger, a constraint
     // added later): the write is retried row by row, and the refused row is written as DEAD without its result.
-    await db.sql.query(statement(`ALTER TABLE skiplock.job ADD CONSTRAINT test_no_poison_result CHECK (result IS NULL OR NOT result ? 'poison')`));
+    await db.sql.query(statement(`ALTER TABLE skiplock.job_record ADD CONSTRAINT test_no_poison_result CHECK (result IS NULL OR NOT result ? 'poison')`));
     try {
       const task = defineTask({ name: 'poison-result', payload: z.object({ bad: z.boolean() }), handler: (p) => (p.bad ? { poison: true } : { ok: true }) });
       const skiplock = createSkiplock({ sql: db.sql, tasks: [task], log: quiet });
@@ -164,7 +164,7 @@ describe('a result too large for one statement', () => {
       expect(bad!.lastError).toMatch(/^the result could not be written: .*test_no_poison_result/);
       for (const good of jobs.slice(1)) expect(await skiplock.getJob(good.job.id)).toMatchObject({ status: 'DONE', result: { ok: true } });
     } finally {
-      await db.sql.query(statement(`ALTER TABLE skiplock.job DROP CONSTRAINT test_no_poison_result`));
+      await db.sql.query(statement(`ALTER TABLE skiplock.job_record DROP CONSTRAINT test_no_poison_result`));
     }
   });
 });

@@ -37,7 +37,7 @@ async function stepRows(jobId: string) {
 function counting(sql: Sql) {
   const sent: Statement[] = [];
   const wrapped: Sql = { query: (s) => (sent.push(s), sql.query(s)), batch: (s) => sql.batch(s), close: async () => {} };
-  return { sql: wrapped, count: (test: (text: string) => boolean) => sent.filter((s) => test(s.text)).length };
+  return { sql: wrapped, texts: () => sent.map((s) => s.text), count: (test: (text: string) => boolean) => sent.filter((s) => test(s.text)).length };
 }
 
 describe('ctx.sleep', () => {
@@ -130,7 +130,7 @@ describe('ctx.invoke', () => {
     // The parent only (the children wait): WAITING is counted as suspended, not as a retry.
     expect(await sk.tick({ untilIdle: true })).toMatchObject({ claimed: 1, retried: 0, suspended: 1 });
     expect(await sk.getJob(parent.id)).toMatchObject({ status: 'WAITING', attempts: 0, pendingChildren: 100, stepCount: 100, lockedBy: null, finishedAt: null });
-    expect(counted.count((t) => t.includes('INSERT INTO skiplock.job AS j') && t.includes('parent_id'))).toBe(1);
+    expect(counted.count((t) => t.includes('INSERT INTO skiplock.job_record AS j') && t.includes('parent_id, parent_step)'))).toBe(1);
     const children = await rows(`SELECT j.id::text AS id, j.parent_step FROM skiplock.job j WHERE j.parent_id = $1 ORDER BY j.id`, [parent.id]);
     expect(children.map((c) => c.parent_step)).toEqual(Array.from({ length: 100 }, (_, i) => `child-${i}`));
 

@@ -33,7 +33,7 @@ test('a payload change of a job with steps: 409 conflict saying why, nothing wri
   const job = await sk.enqueue({ task: 'billing', payload: { charge: 10 } });
   await sk.tick({ untilIdle: true });
   const sleeping = (await sk.getJob(job.id))!;
-  expect(sleeping).toMatchObject({ status: 'QUEUED', stepCount: 2 });
+  expect(sleeping).toMatchObject({ status: 'WAITING', stepCount: 2 });
 
   const error = await sk.rescheduleJob(job.id, { payload: { charge: 999 } }).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(SkiplockError);
