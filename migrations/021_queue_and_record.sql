@@ -103,6 +103,23 @@ CREATE UNIQUE INDEX job_debounce_idx ON skiplock.queue (task, debounce_key)
 CREATE INDEX job_cancel_on_idx ON skiplock.queue USING gin (cancel_on) WHERE cancel_on IS NOT NULL;
 CREATE INDEX queue_parent_idx ON skiplock.queue (parent_id) WHERE parent_id IS NOT NULL;
 
+-- The record's end is one UPDATE that PostgreSQL can make HOT (a new version on the same page, no
+-- index entry) when no indexed column changes. Its status and finish time do change, so the
+-- record's indexes must not name them: finished_at gets a BRIN index (a summarizing index, which
+-- does not prevent HOT since PostgreSQL 16), and the listing of failed jobs, which read
+-- job_unfinished_id_idx (status <> 'DONE'), reads failed_status instead: DEAD or CANCELLED, set by
+-- the end that fails the job and cleared by the retry that revives it; a DONE end leaves it null.
+ALTER TABLE skiplock.job_record ADD COLUMN failed_status text;
+ALTER TABLE skiplock.job_record ADD CONSTRAINT job_record_failed_status
+  CHECK (failed_status IS NULL OR (failed_status = status AND status IN ('DEAD', 'CANCELLED'))) NOT VALID;
+UPDATE skiplock.job_record SET failed_status = status WHERE status IN ('DEAD', 'CANCELLED');
+CREATE INDEX job_failed_idx ON skiplock.job_record (failed_status, id DESC) WHERE failed_status IS NOT NULL;
+DROP INDEX skiplock.job_unfinished_id_idx;
+DROP INDEX skiplock.job_finished_idx;
+CREATE INDEX job_finished_brin ON skiplock.job_record USING brin (finished_at);
+-- Room on each page for the end's new version of the rows inserted there.
+ALTER TABLE skiplock.job_record SET (fillfactor = 80);
+
 CREATE VIEW skiplock.job AS
 SELECT r.id,
        r.task,

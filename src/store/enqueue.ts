@@ -7,7 +7,7 @@
  */
 import { MS, NOW, clock, type Clock } from './clock.ts';
 import type { NewJobRow } from './job-row.ts';
-import { QUEUE_INSERT, liveJobColumns, queueRowsFrom } from './queue.ts';
+import { QUEUE_INSERT, liveJobColumns, queueRowsFrom, recordJobColumns } from './queue.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 
 /**
@@ -87,7 +87,7 @@ const insertedOrHeld = (rows: string, held: string) => `inserted AS (
        RETURNING j.*
      ),
      ${QUEUED}
-     SELECT i.*, true AS inserted FROM inserted i
+     SELECT ${recordJobColumns('i')}, true AS inserted FROM inserted i
      UNION ALL
      -- Rows the INSERT wrote are invisible here (one snapshot): this half holds only older jobs.
      SELECT j.*, false AS inserted FROM skiplock.job j WHERE ${held} AND j.idempotency_key IS NOT NULL`;

@@ -35,7 +35,7 @@ export const COPIED_AT_END = [
  * by `r.id = ANY (ARRAY(SELECT id FROM from))`, which the planner ran as a scan of the whole array
  * once per row of `from` (5,500 buffers for 100 jobs).
  */
-export function recordEnd(from: string, set: Readonly<Record<string, string>>, returning = 'r.id'): string {
+export function recordEnd(from: string, set: Readonly<Record<string, string>> & { status: string }, returning = 'r.id'): string {
   const columns: Record<string, string> = {
     ...Object.fromEntries(COPIED_AT_END.map((c) => [c, `e.${c}`])),
     // A WAITING job with no wake instant has none in the queue; the record keeps its last.
@@ -44,6 +44,9 @@ export function recordEnd(from: string, set: Readonly<Record<string, string>>, r
     updated_at: NOW,
     ...set,
   };
+  // DEAD and CANCELLED are listed by failed_status (migration 021); a DONE end leaves it alone, so
+  // its UPDATE changes no indexed column and can be HOT.
+  if (set.status !== `'DONE'`) columns.failed_status = `CASE WHEN (${set.status}) IN ('DEAD', 'CANCELLED') THEN (${set.status}) END`;
   return `UPDATE skiplock.job_record r SET
          ${Object.entries(columns).map(([c, v]) => `${c} = ${v}`).join(', ')}
        FROM ${from} e
@@ -78,6 +81,9 @@ const JOB_ROW = [
   'parent_id', 'parent_step', 'pending_children', 'step_count', 'finished_by', 'finished_traceparent', 'rate_attempt', 'wait_woken',
   'cancel_on',
 ] as const;
+
+/** A job row (the view's columns) of a record just inserted, which holds a new job's whole state. */
+export const recordJobColumns = (record: string) => JOB_ROW.map((c) => `${record}.${c}`).join(', ');
 
 /**
  * A job row (the view's columns) from a record alias and a queue alias that is known to be the

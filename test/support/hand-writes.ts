@@ -29,6 +29,8 @@ const DEFAULTS: Record<string, string> = {
 
 const list = (cols: readonly string[], prefix = '') => cols.map((c) => prefix + c).join(', ');
 const live = `NEW.status IN ('QUEUED', 'RUNNING', 'WAITING')`;
+/** The record's failed_status (migration 021) of the row written. */
+const FAILED = `CASE WHEN NEW.status IN ('DEAD', 'CANCELLED') THEN NEW.status END`;
 
 export const HAND_WRITES: Statement[] = [
   ...Object.entries(DEFAULTS).map(([c, v]) => statement(`ALTER VIEW skiplock.job ALTER COLUMN ${c} SET DEFAULT ${v}`)),
@@ -41,11 +43,11 @@ BEGIN
     RETURN OLD;
   END IF;
   IF TG_OP = 'INSERT' THEN
-    INSERT INTO skiplock.job_record (${list(JOB)}) OVERRIDING SYSTEM VALUE VALUES (${list(JOB, 'NEW.')});
+    INSERT INTO skiplock.job_record (${list(JOB)}, failed_status) OVERRIDING SYSTEM VALUE VALUES (${list(JOB, 'NEW.')}, ${FAILED});
   ELSE
     -- A live job's queue row goes first: a record that ends then passes its CHECKs alone.
     IF NOT (${live}) THEN DELETE FROM skiplock.queue WHERE id = OLD.id; END IF;
-    UPDATE skiplock.job_record SET (${list(JOB.slice(1))}) = (${list(JOB.slice(1), 'NEW.')}) WHERE id = OLD.id;
+    UPDATE skiplock.job_record SET (${list(JOB.slice(1))}, failed_status) = (${list(JOB.slice(1), 'NEW.')}, ${FAILED}) WHERE id = OLD.id;
   END IF;
   IF ${live} THEN
     INSERT INTO skiplock.queue (${list(QUEUE)}) VALUES (${list(QUEUE, 'NEW.')})
