@@ -6,7 +6,7 @@
 import { MS, NOW, clock, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
 import { cancelCtes, descendantsCtes } from './cancel.ts';
-import { liveJobColumns } from './queue.ts';
+import { liveJobColumns, queueFromRecord } from './queue.ts';
 import { RETRIED, requeueRetried } from './retry.ts';
 import { statement, type Statement } from './sql.ts';
 import { fanInCtes, reopenParentStepCtes } from './steps.ts';
@@ -228,8 +228,8 @@ export function currentTime(p: { now: Clock }): Statement {
  * A QUEUED job's new time, payload or priority (each null: kept), in one statement fenced on
  * QUEUED: a claim that got there first leaves it RUNNING, and the answer says not applied (409).
  * `run_at` absolute, or `delay_ms` after now, or neither (kept). The queue row is locked first
- * (its latest version: the fence is judged on it); its live columns change there, a new payload
- * in the record.
+ * (its latest version: the fence is judged on it); its live columns change there (the row
+ * replaced: see `gone`), a new payload in the record.
  */
 export function rescheduleJob(p: {
   now: Clock;
@@ -251,15 +251,21 @@ export function rescheduleJob(p: {
           AND (NOT $6::boolean OR q.step_count = 0)
         FOR UPDATE OF q
      ),
+     -- The queue row is replaced (deleted, and inserted again with the same id), not updated: a
+     -- claim whose snapshot is older than this statement then skips the row it would lock (deleted)
+     -- and does not see the new one, so it never runs the new time with the old payload, which it
+     -- reads from the record as its snapshot has it.
+     gone AS (DELETE FROM skiplock.queue j WHERE j.id = ANY (ARRAY(SELECT id FROM target)) RETURNING j.*),
      moved AS (
-       UPDATE skiplock.queue j SET
-         run_at = coalesce($3::timestamptz, ${NOW} + $4::bigint ${MS}, j.run_at),
-         flow_key = CASE WHEN $6::boolean THEN $8 ELSE j.flow_key END,
-         rate_key = CASE WHEN $6::boolean THEN $9 ELSE j.rate_key END,
-         priority = coalesce($7::smallint, j.priority),
-         updated_at = ${NOW}
-       WHERE j.id = ANY (ARRAY(SELECT id FROM target))
-       RETURNING j.*
+       ${queueFromRecord('gone', {
+         run_at: `coalesce($3::timestamptz, ${NOW} + $4::bigint ${MS}, x.run_at)`,
+         flow_key: `CASE WHEN $6::boolean THEN $8 ELSE x.flow_key END`,
+         rate_key: `CASE WHEN $6::boolean THEN $9 ELSE x.rate_key END`,
+         priority: `coalesce($7::smallint, x.priority)`,
+         updated_at: NOW,
+         ...Object.fromEntries(['locked_by', 'locked_until', 'debounce_key', 'cancel_requested', 'wait_woken'].map((c) => [c, `x.${c}`])),
+       })}
+       RETURNING *
      ),
      repaid AS (
        UPDATE skiplock.job_record r SET payload = $5::jsonb
