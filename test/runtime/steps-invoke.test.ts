@@ -130,7 +130,7 @@ describe('ctx.invoke', () => {
     // The parent only (the children wait): WAITING is counted as suspended, not as a retry.
     expect(await sk.tick({ untilIdle: true })).toMatchObject({ claimed: 1, retried: 0, suspended: 1 });
     expect(await sk.getJob(parent.id)).toMatchObject({ status: 'WAITING', attempts: 0, pendingChildren: 100, stepCount: 100, lockedBy: null, finishedAt: null });
-    expect(counted.count((t) => t.includes('INSERT INTO skiplock.job AS j') && t.includes('parent_id'))).toBe(1);
+    expect(counted.count((t) => t.includes('INSERT INTO skiplock.job_record AS j') && t.includes('parent_step'))).toBe(1);
     const children = await rows(`SELECT j.id::text AS id, j.parent_step FROM skiplock.job j WHERE j.parent_id = $1 ORDER BY j.id`, [parent.id]);
     expect(children.map((c) => c.parent_step)).toEqual(Array.from({ length: 100 }, (_, i) => `child-${i}`));
 
