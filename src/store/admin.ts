@@ -5,6 +5,9 @@
  */
 import { MS, NOW, clock, type Clock } from './clock.ts';
 import type { JobStatus } from '../core/types.ts';
+import { cancelCtes, descendantsCtes } from './cancel.ts';
+import { liveJobColumns, queueFromRecord } from './queue.ts';
+import { RETRIED, requeueRetried } from './retry.ts';
 import { statement, type Statement } from './sql.ts';
 import { fanInCtes, reopenParentStepCtes } from './steps.ts';
 
@@ -37,13 +40,15 @@ export function listJobs(p: ListJobsParams): Statement {
 }
 
 /**
- * Runs an UPDATE of one job (by `$2`) and answers in the same statement: the updated row with
- * `applied = true`, or the row as it is with `applied = false` when the UPDATE's state condition
- * did not hold, or no row when the job does not exist. The caller turns these into 200 / 409 / 404.
+ * Runs the CTEs `ctes` changing one job (by `$2`), the last of them `changed` returning the job's
+ * row as it is after the change (the view's columns, in its order), and answers in the same
+ * statement: that row with `applied = true`, or the row as it is with `applied = false` when the
+ * change's state condition did not hold, or no row when the job does not exist. The caller turns
+ * these into 200 / 409 / 404.
  */
-function updateOneJob(update: string, values: readonly unknown[], more = ''): Statement {
+function answerOne(ctes: string, values: readonly unknown[], recursive = false): Statement {
   return statement(
-    `WITH${more ? ' RECURSIVE' : ''} changed AS (${update} RETURNING j.*)${more}
+    `WITH${recursive ? ' RECURSIVE' : ''} ${ctes}
      SELECT true AS applied, changed.* FROM changed
      UNION ALL
      SELECT false AS applied, job.* FROM skiplock.job job
@@ -58,83 +63,60 @@ export function getJob(p: { id: string }): Statement {
 }
 
 /**
- * Takes a job's row lock, for the transaction that cancels it (runtime/admin.ts sends this, then
- * cancelJob, in one transaction). A RUNNING job's ctx.invoke holds that lock while it writes
- * children; cancelJob's cascade reads the children with its statement's snapshot, taken before it
- * waits for the lock, so on its own it would miss the children that invoke commits. Behind this
- * statement, cancelJob starts (and snapshots) once the invoke has committed, and any later invoke
- * waits for the cancel and then finds the job asked to stop.
+ * Takes a job's row locks — its queue row (a live job), then its record — for the transaction
+ * that cancels or restarts it (runtime/admin.ts sends this, then cancelJob, in one transaction).
+ * A RUNNING job's ctx.invoke holds its queue row's lock while it writes children; cancelJob's
+ * cascade reads the children with its statement's snapshot, taken before it waits for the lock,
+ * so on its own it would miss the children that invoke commits. Behind this statement, cancelJob
+ * starts (and snapshots) once the invoke has committed, and any later invoke waits for the cancel
+ * and then finds the job asked to stop. (The queue row first, as every statement that ends a job
+ * locks them: src/store/claim.ts.)
  */
 export function lockJob(p: { id: string }): Statement {
-  return statement(`SELECT 1 FROM skiplock.job WHERE id = $1::bigint FOR UPDATE`, [p.id]);
+  return statement(
+    `WITH live AS (SELECT q.id FROM skiplock.queue q WHERE q.id = $1::bigint FOR UPDATE)
+     SELECT 1 FROM skiplock.job_record r WHERE r.id = $1::bigint AND (SELECT count(*) FROM live) >= 0 FOR UPDATE`,
+    [p.id],
+  );
 }
 
-/** A person's cancel of job j: QUEUED or WAITING → CANCELLED, RUNNING → asked to stop (clock at $1). */
-export const CANCEL_SET = `status = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE j.status END,
-       finished_at = CASE WHEN j.status IN ('QUEUED', 'WAITING') THEN ${NOW} ELSE j.finished_at END,
-       pending_children = 0,
-       cancel_requested = (j.status = 'RUNNING'),
-       updated_at = ${NOW}`;
+/**
+ * The job row `j` (of the view, as this statement's snapshot reads it: behind lockJob, as it is)
+ * after the cancel `c` (cancelCtes) changed it: ended CANCELLED (the record as recordEnd writes it
+ * from the queue row: src/store/queue.ts), or asked to stop.
+ */
+const CANCELLED_ROW = `jsonb_populate_record(j, CASE WHEN c.status = 'CANCELLED'
+       THEN jsonb_build_object('status', 'CANCELLED', 'finished_at', ${NOW}, 'pending_children', 0, 'locked_by', NULL, 'locked_until', NULL,
+                               'cancel_requested', false, 'wait_woken', false, 'debounce_key', NULL, 'updated_at', ${NOW})
+       ELSE jsonb_build_object('cancel_requested', true, 'pending_children', 0, 'updated_at', ${NOW}) END)`;
 
 /**
  * QUEUED or WAITING → CANCELLED; a RUNNING job only gets `cancel_requested`, which its worker sees
  * at the next heartbeat (its handler is aborted and the job lands in CANCELLED) and which the
- * reaper honours if that worker is gone. Setting the flag needs no fence: it asks whoever holds the job.
+ * reaper honours if that worker is gone. Setting the flag needs no fence: it asks whoever holds the
+ * job. The cancel is src/store/cancel.ts's, as an event's cancelOn and the bulk cancel make it.
  *
  * Durable steps, in the same statement: a job cancelled here (or asked to stop) cancels its
  * descendants (the children it invoked, theirs, …): QUEUED and WAITING ones end CANCELLED, RUNNING
  * ones are asked to stop; the invoke steps that waited on them are marked failed (child
  * CANCELLED) and nobody waits for them any more (pending_children 0). A RUNNING job asked to stop
  * cannot invoke new children (src/store/steps.ts invokeChildren). A cancelled child reaches its
- * own parent (fan-in).
+ * own parent (fan-in). Sent behind lockJob (runtime/admin.ts), so the row it answers is read as it is.
  */
 export function cancelJob(p: { now: Clock; id: string }): Statement {
-  return updateOneJob(
-    `UPDATE skiplock.job j SET ${CANCEL_SET}
-     WHERE j.id = $2::bigint AND j.status IN ('QUEUED', 'RUNNING', 'WAITING')`,
-    [clock(p.now), p.id],
-    `,
+  return answerOne(
+    `${cancelCtes('cancelled', `SELECT $2::bigint`)},
      ${descendantsCtes({
-       firstLevel: `SELECT c.id FROM skiplock.job c WHERE c.parent_id IN (SELECT id FROM changed) AND c.parent_id IS NOT NULL`,
-       stepsOf: `SELECT id FROM changed UNION ALL SELECT id FROM descendants`,
+       firstLevel: `SELECT c.id FROM skiplock.job_record c WHERE c.parent_id IN (SELECT id FROM cancelled) AND c.parent_id IS NOT NULL`,
+       stepsOf: `SELECT id FROM cancelled UNION ALL SELECT id FROM descendants`,
        error: `'cancelled with its parent job ' || $2::bigint`,
      })},
-     ${fanInCtes('changed')}`,
+     ${fanInCtes('cancelled')},
+     changed AS (SELECT x.* FROM skiplock.job j JOIN cancelled c ON c.id = j.id, LATERAL ${CANCELLED_ROW} x WHERE j.id = $2::bigint)`,
+    [clock(p.now), p.id],
+    true,
   );
 }
-
-/**
- * The cascade of a cancel (or of a restart's forgotten invokes: src/store/restart.ts), for a WITH
- * RECURSIVE: the jobs of `firstLevel` (SQL selecting ids) and their descendants (by
- * job_parent_idx) that are not finished end CANCELLED or are asked to stop (`descendants`), and
- * the invoke steps of `stepsOf` that still wait are marked failed with `error` (SQL text). `skip`
- * (SQL selecting ids) are left alone: jobs the same statement changes otherwise (a statement
- * updates a row once).
- */
-export function descendantsCtes(p: { firstLevel: string; stepsOf: string; error: string; skip?: string }): string {
-  return `tree(id) AS (
-       ${p.firstLevel}
-       UNION
-       SELECT c.id FROM skiplock.job c JOIN tree t ON c.parent_id = t.id WHERE c.parent_id IS NOT NULL
-     ),
-     descendants AS (
-       UPDATE skiplock.job j SET ${CANCEL_SET}
-         FROM tree WHERE j.id = tree.id AND j.status IN ('QUEUED', 'RUNNING', 'WAITING')${p.skip ? ` AND j.id NOT IN (${p.skip})` : ''}
-       RETURNING j.id, j.status
-     ),
-     orphaned_steps AS (
-       UPDATE skiplock.job_step s SET status = 'failed', child_status = 'CANCELLED', finished_at = ${NOW},
-              error = ${p.error}
-        WHERE s.kind = 'invoke' AND s.status = 'waiting' AND s.job_id IN (${p.stepsOf})
-     )`;
-}
-
-/**
- * A retried job: QUEUED, due now, with a fresh set of attempts (last_error is kept); its next run
- * is a new start for a rate limit (rate_attempt, migration 015).
- */
-export const RETRIED = `status = 'QUEUED', attempts = 0, rate_attempt = NULL, run_at = ${NOW}, finished_at = NULL, result = NULL,
-  cancel_requested = false, debounce_key = NULL, updated_at = ${NOW}`;
 
 /**
  * DEAD → QUEUED for many jobs at once (after the bug that killed them is fixed): at most `limit`,
@@ -143,17 +125,18 @@ export const RETRIED = `status = 'QUEUED', attempts = 0, rate_attempt = NULL, ru
 export function retryDeadJobs(p: { now: Clock; task: string | null; limit: number }): Statement {
   return statement(
     `WITH picked AS (
-       SELECT id FROM skiplock.job
+       SELECT id FROM skiplock.job_record
         WHERE status = 'DEAD' AND ($2::text IS NULL OR task = $2::text)
         ORDER BY id
         LIMIT $3
         FOR UPDATE SKIP LOCKED
      ),
      retried AS (
-       UPDATE skiplock.job j SET ${RETRIED}
+       UPDATE skiplock.job_record j SET ${RETRIED}
        FROM picked WHERE j.id = picked.id AND j.status = 'DEAD'
-       RETURNING j.id, j.parent_id, j.parent_step
+       RETURNING j.*
      ),
+     requeued AS (${requeueRetried('retried')}),
      ${reopenParentStepCtes('retried')}
      SELECT count(*)::int AS retried FROM retried`,
     [clock(p.now), p.task, p.limit],
@@ -161,17 +144,21 @@ export function retryDeadJobs(p: { now: Clock; task: string | null; limit: numbe
 }
 
 /**
- * DEAD or CANCELLED → QUEUED, due now, with a fresh set of attempts (last_error is kept). A WAITING
- * job is not retried (409): it is not finished. A retried child of a WAITING parent is waited for
- * again (src/store/steps.ts reopenParentStepCtes).
+ * DEAD or CANCELLED → QUEUED, due now, with a fresh set of attempts (last_error is kept): the
+ * record revived and a queue row inserted from it (src/store/retry.ts). A WAITING job is not
+ * retried (409): it is not finished. A retried child of a WAITING parent is waited for again
+ * (src/store/steps.ts reopenParentStepCtes).
  */
 export function retryJob(p: { now: Clock; id: string }): Statement {
-  return updateOneJob(
-    `UPDATE skiplock.job j SET ${RETRIED}
-     WHERE j.id = $2::bigint AND j.status IN ('DEAD', 'CANCELLED')`,
-    [clock(p.now), p.id],
-    `,
+  return answerOne(
+    `changed AS (
+       UPDATE skiplock.job_record j SET ${RETRIED}
+        WHERE j.id = $2::bigint AND j.status IN ('DEAD', 'CANCELLED')
+       RETURNING j.*
+     ),
+     requeued AS (${requeueRetried('changed')}),
      ${reopenParentStepCtes('changed')}`,
+    [clock(p.now), p.id],
   );
 }
 
@@ -240,7 +227,9 @@ export function currentTime(p: { now: Clock }): Statement {
 /**
  * A QUEUED job's new time, payload or priority (each null: kept), in one statement fenced on
  * QUEUED: a claim that got there first leaves it RUNNING, and the answer says not applied (409).
- * `run_at` absolute, or `delay_ms` after now, or neither (kept).
+ * `run_at` absolute, or `delay_ms` after now, or neither (kept). The queue row is locked first
+ * (its latest version: the fence is judged on it); its live columns change there (the row
+ * replaced: see `gone`), a new payload in the record.
  */
 export function rescheduleJob(p: {
   now: Clock;
@@ -254,17 +243,41 @@ export function rescheduleJob(p: {
   rate_key?: string | null;
   priority: number | null;
 }): Statement {
-  return updateOneJob(
-    `UPDATE skiplock.job j SET
-       run_at = coalesce($3::timestamptz, ${NOW} + $4::bigint ${MS}, j.run_at),
-       payload = CASE WHEN $6::boolean THEN $5::jsonb ELSE j.payload END,
-       flow_key = CASE WHEN $6::boolean THEN $8 ELSE j.flow_key END,
-       rate_key = CASE WHEN $6::boolean THEN $9 ELSE j.rate_key END,
-       priority = coalesce($7::smallint, j.priority),
-       updated_at = ${NOW}
-     WHERE j.id = $2::bigint AND j.status = 'QUEUED'
-       -- Recorded steps were computed from the old payload: a new one would not match them.
-       AND (NOT $6::boolean OR j.step_count = 0)`,
+  return answerOne(
+    `target AS MATERIALIZED (
+       SELECT q.id FROM skiplock.queue q
+        WHERE q.id = $2::bigint AND q.status = 'QUEUED'
+          -- Recorded steps were computed from the old payload: a new one would not match them.
+          AND (NOT $6::boolean OR q.step_count = 0)
+        FOR UPDATE OF q
+     ),
+     -- The queue row is replaced (deleted, and inserted again with the same id), not updated: a
+     -- claim whose snapshot is older than this statement then skips the row it would lock (deleted)
+     -- and does not see the new one, so it never runs the new time with the old payload, which it
+     -- reads from the record as its snapshot has it.
+     gone AS (DELETE FROM skiplock.queue j WHERE j.id = ANY (ARRAY(SELECT id FROM target)) RETURNING j.*),
+     moved AS (
+       ${queueFromRecord('gone', {
+         run_at: `coalesce($3::timestamptz, ${NOW} + $4::bigint ${MS}, x.run_at)`,
+         flow_key: `CASE WHEN $6::boolean THEN $8 ELSE x.flow_key END`,
+         rate_key: `CASE WHEN $6::boolean THEN $9 ELSE x.rate_key END`,
+         priority: `coalesce($7::smallint, x.priority)`,
+         updated_at: NOW,
+         ...Object.fromEntries(['locked_by', 'locked_until', 'debounce_key', 'cancel_requested', 'wait_woken'].map((c) => [c, `x.${c}`])),
+       })}
+       RETURNING *
+     ),
+     repaid AS (
+       UPDATE skiplock.job_record r SET payload = $5::jsonb
+        WHERE $6::boolean AND r.id = ANY (ARRAY(SELECT id FROM target))
+       RETURNING r.*
+     ),
+     rec AS (
+       SELECT * FROM repaid
+       UNION ALL
+       SELECT r.* FROM skiplock.job_record r WHERE r.id = ANY (ARRAY(SELECT id FROM target)) AND NOT $6::boolean
+     ),
+     changed AS (SELECT ${liveJobColumns('r', 'm')} FROM moved m JOIN rec r ON r.id = m.id)`,
     [clock(p.now), p.id, p.runAt, p.delayMs, p.hasPayload ? JSON.stringify(p.payload) : null, p.hasPayload, p.priority, p.flow_key ?? null, p.rate_key ?? null],
   );
 }

@@ -10,7 +10,8 @@
 import { RESTARTABLE_STATUSES } from '../core/state.ts';
 import type { JobStatus } from '../core/types.ts';
 import { clock, type Clock } from './clock.ts';
-import { CANCEL_SET, RETRIED, descendantsCtes } from './admin.ts';
+import { cancelCtes, descendantsCtes } from './cancel.ts';
+import { RETRIED, requeueRetried } from './retry.ts';
 import { statement, type Statement } from './sql.ts';
 import { fanInCtes, reopenParentStepCtes } from './steps.ts';
 import { deleteChunksCte } from './streams.ts';
@@ -67,20 +68,43 @@ export function bulkWhereSql(w: BulkWhereRow | null | undefined, values: unknown
 /** ` AND c1 AND c2…` for appending the filter to a WHERE clause, or '' for none. */
 const andAll = (conditions: readonly string[]) => conditions.map((c) => ` AND ${c}`).join('');
 
+const LIVE: readonly JobStatus[] = ['QUEUED', 'RUNNING', 'WAITING'];
+const FINISHED: readonly JobStatus[] = ['DONE', 'DEAD', 'CANCELLED'];
+
+/**
+ * The jobs matching `where` (conditions on alias `j`), as SELECTs of `columns` from the two tables
+ * (migration 021): the live jobs from the queue, the finished ones from their records (a live
+ * job's record holds a placeholder). A part no status of the filter can match is left out.
+ */
+function matchingParts(w: BulkWhereRow, where: readonly string[], columns: string, more: readonly string[] = []): string[] {
+  const wants = (statuses: readonly JobStatus[]) => w.statuses === null || w.statuses.some((s) => statuses.includes(s));
+  const parts: string[] = [];
+  if (wants(LIVE)) parts.push(`SELECT ${columns} FROM skiplock.queue j${andWhere([...where, ...more])}`);
+  if (wants(FINISHED)) {
+    parts.push(`SELECT ${columns} FROM skiplock.job_record j WHERE j.status IN ('DONE', 'DEAD', 'CANCELLED')${andAll([...where, ...more])}`);
+  }
+  return parts;
+}
+const andWhere = (conditions: readonly string[]) => (conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : '');
+
 /**
  * The next chunk of matching jobs: ids above `afterId` up to `maxId` (the largest id when the
- * bulk action began: jobs created after it are not chased), ascending, at most `limit`. By the
- * primary key, or by job_status_id_idx / job_task_id_idx when a status or a task is given.
+ * bulk action began: jobs created after it are not chased), ascending, at most `limit`. The live
+ * ones by the queue's primary key, the finished ones by the record's (or job_status_id_idx /
+ * job_task_id_idx when a status or a task is given).
  */
 export function pickJobs(p: { where: BulkWhereRow; afterId: string; maxId: string; limit: number }): Statement {
   const values: unknown[] = [p.afterId, p.maxId];
   const where = ['j.id > $1::bigint', 'j.id <= $2::bigint', ...bulkWhereSql(p.where, values)];
-  return statement(`SELECT j.id::text AS id FROM skiplock.job j WHERE ${where.join(' AND ')} ORDER BY j.id LIMIT $${values.push(p.limit)}`, values);
+  const n = values.push(p.limit);
+  const parts = matchingParts(p.where, where, 'j.id').map((part) => `(${part} ORDER BY j.id LIMIT $${n})`);
+  if (parts.length === 0) return statement(`SELECT NULL::text AS id WHERE false`);
+  return statement(`SELECT x.id::text AS id FROM (${parts.join(' UNION ALL ')}) x ORDER BY x.id LIMIT $${n}`, values);
 }
 
 /** The largest job id now: where a bulk action stops. */
 export function maxJobId(): Statement {
-  return statement(`SELECT coalesce(max(id), 0)::text AS id FROM skiplock.job`);
+  return statement(`SELECT coalesce(max(id), 0)::text AS id FROM skiplock.job_record`);
 }
 
 /** For a dry run: how many jobs match, and how many of them the action would change now. */
@@ -91,9 +115,11 @@ export function countJobs(p: { where: BulkWhereRow; action: BulkAction; fromStep
   if (p.action === 'cancel') changes += ` AND NOT (j.status = 'RUNNING' AND j.cancel_requested)`;
   if (p.action === 'restart' && p.fromStep !== null)
     changes += ` AND EXISTS (SELECT 1 FROM skiplock.job_step s WHERE s.job_id = j.id AND s.id = $${values.push(p.fromStep)})`;
+  const parts = matchingParts(p.where, where, 'j.id, j.status, j.cancel_requested');
+  if (parts.length === 0) return statement(`SELECT 0 AS matched, 0 AS changed`);
   return statement(
     `SELECT count(*)::int AS matched, count(*) FILTER (WHERE ${changes})::int AS changed
-       FROM skiplock.job j ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`,
+       FROM (${parts.join(' UNION ALL ')}) j`,
     values,
   );
 }
@@ -107,10 +133,11 @@ export function retryJobs(p: { now: Clock; ids: readonly string[]; where?: BulkW
   const filter = andAll(bulkWhereSql(p.where, values));
   return statement(
     `WITH changed AS (
-       UPDATE skiplock.job j SET ${RETRIED}
+       UPDATE skiplock.job_record j SET ${RETRIED}
         WHERE j.id = ANY ($2::bigint[]) AND j.status IN ('DEAD', 'CANCELLED')${filter}
-       RETURNING j.id, j.parent_id, j.parent_step
+       RETURNING j.*
      ),
+     requeued AS (${requeueRetried('changed')}),
      ${reopenParentStepCtes('changed')}
      SELECT count(*)::int AS changed FROM changed`,
     values,
@@ -132,14 +159,11 @@ export function cancelJobs(p: { now: Clock; ids: readonly string[]; where?: Bulk
   const filter = andAll(bulkWhereSql(p.where, values));
   const parentFilter = andAll(bulkWhereSql(p.where, values, 'a'));
   return statement(
-    `WITH RECURSIVE changed AS (
-       UPDATE skiplock.job j SET ${CANCEL_SET}
+    `WITH RECURSIVE ${cancelCtes('changed', `SELECT j.id FROM skiplock.queue j
         WHERE j.id = ANY ($2::bigint[]) AND (j.status IN ('QUEUED', 'WAITING') OR (j.status = 'RUNNING' AND NOT j.cancel_requested))${filter}
-          AND NOT EXISTS (SELECT 1 FROM skiplock.job a WHERE a.id = j.parent_id AND a.id = ANY ($2::bigint[]) AND a.status IN ('QUEUED', 'WAITING', 'RUNNING')${parentFilter})
-       RETURNING j.id, j.status, j.result, j.last_error, j.parent_id, j.parent_step
-     ),
+          AND NOT EXISTS (SELECT 1 FROM skiplock.queue a WHERE a.id = j.parent_id AND a.id = ANY ($2::bigint[])${parentFilter})`)},
      ${descendantsCtes({
-       firstLevel: `SELECT c.id FROM skiplock.job c WHERE c.parent_id IN (SELECT id FROM changed) AND c.parent_id IS NOT NULL`,
+       firstLevel: `SELECT c.id FROM skiplock.job_record c WHERE c.parent_id IN (SELECT id FROM changed) AND c.parent_id IS NOT NULL`,
        stepsOf: `SELECT id FROM changed UNION ALL SELECT id FROM descendants`,
        error: `'cancelled with its parent job (a bulk cancel)'`,
        skip: `SELECT id FROM changed`,
@@ -159,7 +183,7 @@ export function deleteJobs(p: { ids: readonly string[]; where?: BulkWhereRow | n
   const values: unknown[] = [p.ids];
   const filter = andAll(bulkWhereSql(p.where, values));
   return statement(
-    `WITH gone AS (DELETE FROM skiplock.job j WHERE j.id = ANY ($1::bigint[]) AND j.status IN ('DONE', 'DEAD', 'CANCELLED')${filter} RETURNING j.id),
+    `WITH gone AS (DELETE FROM skiplock.job_record j WHERE j.id = ANY ($1::bigint[]) AND j.status IN ('DONE', 'DEAD', 'CANCELLED')${filter} RETURNING j.id),
      ${deleteChunksCte('gone')}
      SELECT count(*)::int AS changed FROM gone`,
     values,

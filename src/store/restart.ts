@@ -7,8 +7,9 @@
  */
 import { RESTARTABLE_STATUSES } from '../core/state.ts';
 import { clock, type Clock } from './clock.ts';
-import { RETRIED, descendantsCtes } from './admin.ts';
 import { bulkWhereSql, type BulkWhereRow } from './bulk.ts';
+import { descendantsCtes } from './cancel.ts';
+import { RETRIED, requeueRetried } from './retry.ts';
 import { statement, type Statement } from './sql.ts';
 import { reopenParentStepCtes } from './steps.ts';
 
@@ -37,7 +38,7 @@ export function restartJobs(p: { now: Clock; ids: readonly string[]; fromStep: s
   const body = `WITH RECURSIVE target AS MATERIALIZED (
        SELECT j.id, CASE WHEN $3::text IS NULL THEN 0
                          ELSE (SELECT s.seq FROM skiplock.job_step s WHERE s.job_id = j.id AND s.id = $3::text) END AS from_seq
-         FROM skiplock.job j WHERE j.id = ANY ($2::bigint[])
+         FROM skiplock.job_record j WHERE j.id = ANY ($2::bigint[])
      ),
      kept AS (
        SELECT t.id, count(s.id)::int AS steps, count(s.id) FILTER (WHERE s.kind = 'invoke' AND s.status = 'waiting')::int AS waiting
@@ -45,12 +46,14 @@ export function restartJobs(p: { now: Clock; ids: readonly string[]; fromStep: s
         WHERE t.from_seq IS NOT NULL
         GROUP BY t.id
      ),
+     -- A restartable job is finished (its record holds its state): revived as a retry revives it.
      changed AS (
-       UPDATE skiplock.job j SET ${RETRIED}, step_count = k.steps, pending_children = k.waiting
+       UPDATE skiplock.job_record j SET ${RETRIED}, step_count = k.steps, pending_children = k.waiting
          FROM kept k JOIN target t ON t.id = k.id
         WHERE j.id = k.id AND j.status IN ${RESTARTABLE}${filter}
        RETURNING j.*, t.from_seq
      ),
+     requeued AS (${requeueRetried('changed')}),
      forgotten AS (
        DELETE FROM skiplock.job_step s USING changed c
         WHERE s.job_id = c.id AND s.seq >= c.from_seq
@@ -74,7 +77,14 @@ export function restartJobs(p: { now: Clock; ids: readonly string[]; fromStep: s
   );
 }
 
-/** The row locks of these jobs, in id order, for the transaction that restarts or cancels them. */
+/**
+ * The row locks of these jobs, in id order, for the transaction that restarts or cancels them:
+ * their queue rows (the live ones), then their records, as lockJob (src/store/admin.ts) takes one's.
+ */
 export function lockJobs(p: { ids: readonly string[] }): Statement {
-  return statement(`SELECT 1 FROM skiplock.job WHERE id = ANY ($1::bigint[]) ORDER BY id FOR UPDATE`, [p.ids]);
+  return statement(
+    `WITH live AS (SELECT q.id FROM skiplock.queue q WHERE q.id = ANY ($1::bigint[]) ORDER BY q.id FOR UPDATE)
+     SELECT 1 FROM skiplock.job_record r WHERE r.id = ANY ($1::bigint[]) AND (SELECT count(*) FROM live) >= 0 ORDER BY r.id FOR UPDATE`,
+    [p.ids],
+  );
 }

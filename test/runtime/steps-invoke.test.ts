@@ -367,7 +367,7 @@ describe('cancel and retry of a waiting parent', () => {
     const cancelAnswered = new Promise<void>((resolve) => (answered = resolve));
     const wrapped: Sql = {
       async query(s) {
-        if (!/\bchildren AS \(\s*INSERT INTO skiplock\.job\b/.test(s.text)) return db.sql.query(s);
+        if (!/\bchildren AS \(\s*INSERT INTO skiplock\.job(_record)?\b/.test(s.text)) return db.sql.query(s);
         await held.query('BEGIN');
         const result = await held.query(s.text, s.values as unknown[]);
         invoking();

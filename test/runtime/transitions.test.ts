@@ -17,14 +17,30 @@ beforeAll(async () => {
   db = await createTestDb();
   await db.sql.batch([
     statement(`CREATE TABLE status_change (old text, new text NOT NULL)`),
+    // Since migration 021 a job's status lives in two tables: its queue row's while it is live,
+    // its record's once it ended (the record's status meanwhile is a placeholder). So: an enqueue
+    // is the record's INSERT; a live change, the queue row's UPDATE; an end, the queue row's
+    // DELETE, from its status to the one the same statement wrote in the record (an AFTER trigger
+    // sees it); a revival (a person's retry), the record's UPDATE from a finished status.
     statement(`CREATE FUNCTION record_status_change() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF TG_OP = 'INSERT' OR OLD.status IS DISTINCT FROM NEW.status THEN
-          INSERT INTO status_change VALUES (CASE WHEN TG_OP = 'UPDATE' THEN OLD.status END, NEW.status);
+        IF TG_TABLE_NAME = 'job_record' THEN
+          IF TG_OP = 'INSERT' THEN
+            INSERT INTO status_change VALUES (NULL, NEW.status);
+          ELSIF OLD.status IN ('DONE', 'DEAD', 'CANCELLED') AND OLD.status IS DISTINCT FROM NEW.status THEN
+            INSERT INTO status_change VALUES (OLD.status, NEW.status);
+          END IF;
+        ELSIF TG_OP = 'UPDATE' AND OLD.status IS DISTINCT FROM NEW.status THEN
+          INSERT INTO status_change VALUES (OLD.status, NEW.status);
+        ELSIF TG_OP = 'DELETE' THEN
+          INSERT INTO status_change
+          SELECT OLD.status, r.status FROM skiplock.job_record r WHERE r.id = OLD.id AND r.status IN ('DONE', 'DEAD', 'CANCELLED');
         END IF;
-        RETURN NEW;
+        RETURN NULL;
       END $$`),
-    statement(`CREATE TRIGGER record_status_change AFTER INSERT OR UPDATE ON skiplock.job
+    statement(`CREATE TRIGGER record_status_change AFTER INSERT OR UPDATE ON skiplock.job_record
+      FOR EACH ROW EXECUTE FUNCTION record_status_change()`),
+    statement(`CREATE TRIGGER record_status_change AFTER UPDATE OR DELETE ON skiplock.queue
       FOR EACH ROW EXECUTE FUNCTION record_status_change()`),
   ]);
 });
