@@ -31,19 +31,21 @@ const LIVE_STATUSES: readonly string[] = ['QUEUED', 'RUNNING', 'WAITING'];
 export function listJobs(p: ListJobsParams): Statement {
   const values: unknown[] = [];
   const where: string[] = [];
-  const live = p.status !== null && LIVE_STATUSES.includes(p.status);
-  const a = live ? 'q' : 'j';
-  if (p.status !== null) where.push(`${a}.status = $${values.push(p.status)}`);
-  if (p.task !== null) where.push(`${a}.task = $${values.push(p.task)}`);
-  if (p.beforeId !== null) where.push(`${a}.id < $${values.push(p.beforeId)}::bigint`);
-  const from = live
-    ? `skiplock.queue q JOIN skiplock.job_record r ON r.id = q.id`
-    : p.status !== null ? `skiplock.job_record j` : `skiplock.job j`;
-  return statement(
-    `SELECT ${live ? liveJobColumns('r', 'q') : 'j.*'} FROM ${from}
+  if (p.status !== null) where.push(`status = $${values.push(p.status)}`);
+  if (p.task !== null) where.push(`task = $${values.push(p.task)}`);
+  if (p.beforeId !== null) where.push(`id < $${values.push(p.beforeId)}::bigint`);
+  const page = (from: string) => `SELECT * FROM ${from}
       ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY ${a}.id DESC
-      LIMIT $${values.push(p.limit)}`,
+      ORDER BY id DESC
+      LIMIT $${values.push(p.limit)}`;
+  if (p.status === null || !LIVE_STATUSES.includes(p.status)) return statement(page(p.status === null ? 'skiplock.job' : 'skiplock.job_record'), values);
+  // The page's records by primary key (`id = ANY`): never a merge join walking the records
+  // newer than the page's jobs.
+  return statement(
+    `WITH q AS MATERIALIZED (${page('skiplock.queue')})
+     SELECT ${liveJobColumns('r', 'q')} FROM q JOIN skiplock.job_record r ON r.id = q.id
+      WHERE r.id = ANY (ARRAY(SELECT id FROM q))
+      ORDER BY q.id DESC`,
     values,
   );
 }
