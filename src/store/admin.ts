@@ -9,6 +9,7 @@ import { cancelCtes, descendantsCtes } from './cancel.ts';
 import { liveJobColumns, queueFromRecord } from './queue.ts';
 import { RETRIED, requeueRetried } from './retry.ts';
 import { statement, type Statement } from './sql.ts';
+import { liveJobColumns } from './queue.ts';
 import { fanInCtes, reopenParentStepCtes } from './steps.ts';
 
 export interface ListJobsParams {
@@ -19,10 +20,16 @@ export interface ListJobsParams {
   limit: number;
 }
 
+/** The statuses of a live job: it has a queue row (migration 021). */
+const LIVE_STATUSES: readonly string[] = ['QUEUED', 'RUNNING', 'WAITING'];
+
 /**
  * Newest first, by id. Paging on `id < beforeId` rather than an offset keeps pages stable while
  * jobs are inserted (new jobs get larger ids, so they never shift an older page).
- * The conditions are composed, not `($n IS NULL OR …)`, so each query can use its index.
+ * The conditions are composed, not `($n IS NULL OR …)`, so each query can use its index. A live
+ * status reads the queue (its rows are the live jobs, its status the truth) joined to the
+ * records; a finished one reads the records (job_unfinished_id_idx, or newest-first by the
+ * primary key for DONE); no status, the view (the record's primary key or job_task_id_idx).
  */
 export function listJobs(p: ListJobsParams): Statement {
   const values: unknown[] = [];
@@ -30,11 +37,18 @@ export function listJobs(p: ListJobsParams): Statement {
   if (p.status !== null) where.push(`status = $${values.push(p.status)}`);
   if (p.task !== null) where.push(`task = $${values.push(p.task)}`);
   if (p.beforeId !== null) where.push(`id < $${values.push(p.beforeId)}::bigint`);
-  return statement(
-    `SELECT * FROM skiplock.job
+  const page = (from: string) => `SELECT * FROM ${from}
       ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY id DESC
-      LIMIT $${values.push(p.limit)}`,
+      LIMIT $${values.push(p.limit)}`;
+  if (p.status === null || !LIVE_STATUSES.includes(p.status)) return statement(page(p.status === null ? 'skiplock.job' : 'skiplock.job_record'), values);
+  // The page's records by primary key (`id = ANY`): never a merge join walking the records
+  // newer than the page's jobs.
+  return statement(
+    `WITH q AS MATERIALIZED (${page('skiplock.queue')})
+     SELECT ${liveJobColumns('r', 'q')} FROM q JOIN skiplock.job_record r ON r.id = q.id
+      WHERE r.id = ANY (ARRAY(SELECT id FROM q))
+      ORDER BY q.id DESC`,
     values,
   );
 }
@@ -166,16 +180,18 @@ export function retryJob(p: { now: Clock; id: string }): Statement {
 export const STATS_DONE_EXACT_LIMIT = 10_000;
 
 /**
- * Counts by status and task without reading the DONE rows that are most of a large table, and how
+ * Counts by status and task without reading the DONE rows that are most of the records, and how
  * long the longest-waiting due QUEUED job has waited past its run_at (0 when none is due). One row:
- *   - `live` as [[status, task, n, scheduled], …]: every job not DONE, counted exactly through the
- *     partial index job_unfinished_id_idx (`status <> 'DONE'`, migration 004), `scheduled` being
- *     the QUEUED ones not due yet;
- *   - `done_sample` as [[task, n], …]: the newest DONE jobs, at most $2 + 1 of them
- *     (job_status_id_idx), and `done_sampled`, how many;
- *   - `done_estimate`: when more than $2 are DONE, the planner's estimate of the table's rows
- *     (reltuples per page × the pages it has now, as the planner scales it) less the live jobs;
- *     null when the table was never analyzed (then `done_exact`, a count, is the fallback).
+ *   - `live` as [[status, task, n, scheduled], …]: every job not DONE, counted exactly: the live
+ *     ones from the queue (its rows are the live jobs), `scheduled` being the QUEUED ones not due
+ *     yet; DEAD and CANCELLED from the records, through the partial index job_unfinished_id_idx
+ *     (`status <> 'DONE'`, migration 004);
+ *   - `done_sample` as [[task, n], …]: the newest DONE jobs, at most $2 + 1 of them (newest
+ *     first by the record's primary key), and `done_sampled`, how many;
+ *   - `done_estimate`: when more than $2 are DONE, the planner's estimate of the records (reltuples
+ *     per page × the pages it has now, as the planner scales it) less the jobs not DONE (a live
+ *     job has a record too); null when the records were never analyzed (then `done_exact`, a
+ *     count, is the fallback).
  * The lag reads job_claim_idx (QUEUED only).
  */
 export function jobStats(p: { now: Clock; doneLimit?: number }): Statement {
@@ -183,9 +199,12 @@ export function jobStats(p: { now: Clock; doneLimit?: number }): Statement {
     `WITH live AS (
        SELECT status, task, count(*)::int AS n,
               count(*) FILTER (WHERE status = 'QUEUED' AND run_at > ${NOW})::int AS scheduled
-         FROM skiplock.job WHERE status <> 'DONE' GROUP BY status, task
+         FROM skiplock.queue GROUP BY status, task
+       UNION ALL
+       SELECT status, task, count(*)::int, 0 FROM skiplock.job_record
+        WHERE status IN ('DEAD', 'CANCELLED') GROUP BY status, task
      ),
-     done_sample AS (SELECT task FROM skiplock.job WHERE status = 'DONE' ORDER BY id DESC LIMIT $2::int + 1),
+     done_sample AS (SELECT task FROM skiplock.job_record WHERE status = 'DONE' ORDER BY id DESC LIMIT $2::int + 1),
      sampled AS (SELECT count(*)::int AS n FROM done_sample),
      estimate AS (
        SELECT CASE WHEN c.reltuples > 0 AND c.relpages > 0
@@ -193,7 +212,7 @@ export function jobStats(p: { now: Clock; doneLimit?: number }): Statement {
                                  round(c.reltuples / c.relpages * (pg_relation_size(c.oid) / current_setting('block_size')::float8))
                                    - (SELECT coalesce(sum(n), 0) FROM live))::bigint
               END AS rows
-         FROM pg_class c WHERE c.oid = 'skiplock.job'::regclass
+         FROM pg_class c WHERE c.oid = 'skiplock.job_record'::regclass
      )
      SELECT
        (SELECT coalesce(jsonb_agg(jsonb_build_array(status, task, n, scheduled)), '[]'::jsonb) FROM live) AS live,
@@ -202,16 +221,16 @@ export function jobStats(p: { now: Clock; doneLimit?: number }): Statement {
        (SELECT n FROM sampled) AS done_sampled,
        CASE WHEN (SELECT n FROM sampled) > $2::int THEN (SELECT rows FROM estimate) END AS done_estimate,
        CASE WHEN (SELECT n FROM sampled) > $2::int AND (SELECT rows FROM estimate) IS NULL
-            THEN (SELECT count(*) FROM skiplock.job WHERE status = 'DONE') END AS done_exact,
+            THEN (SELECT count(*) FROM skiplock.job_record WHERE status = 'DONE') END AS done_exact,
        (SELECT coalesce(greatest(0, extract(epoch FROM ${NOW} - min(run_at)) * 1000), 0)::float8
-          FROM skiplock.job WHERE status = 'QUEUED' AND run_at <= ${NOW}) AS oldest_queued_age_ms`,
+          FROM skiplock.queue WHERE status = 'QUEUED' AND run_at <= ${NOW}) AS oldest_queued_age_ms`,
     [clock(p.now), p.doneLimit ?? STATS_DONE_EXACT_LIMIT],
   );
 }
 
-/** DEAD jobs by task, from the index of unfinished jobs (never the DONE rows that are most of the table). */
+/** DEAD jobs by task, from the records' index of unfinished jobs (never the DONE rows that are most of them). */
 export function deadJobsByTask(): Statement {
-  return statement(`SELECT task, count(*)::int AS dead FROM skiplock.job WHERE status = 'DEAD' GROUP BY task ORDER BY task COLLATE "C"`);
+  return statement(`SELECT task, count(*)::int AS dead FROM skiplock.job_record WHERE status = 'DEAD' GROUP BY task ORDER BY task COLLATE "C"`);
 }
 
 /** The health check: answers when the database does. */
@@ -309,12 +328,18 @@ export function resumeTask(p: { name: string }): Statement {
  */
 export function taskOverview(p: { task: string | null } = { task: null }): Statement {
   return statement(
-    `WITH counts AS (
-       SELECT task, jsonb_agg(jsonb_build_array(status, n)) AS counts, sum(d)::int AS debounced
-         FROM (SELECT task, status, count(*)::int AS n,
-                      count(*) FILTER (WHERE status = 'QUEUED' AND debounce_key IS NOT NULL)::int AS d
-                 FROM skiplock.job WHERE ($1::text IS NULL OR task = $1::text) GROUP BY task, status) g
-        GROUP BY task
+    `WITH by_status AS (
+       -- Live jobs from the queue; finished ones from the records (a live job's record is a placeholder).
+       SELECT task, status, count(*)::int AS n,
+              count(*) FILTER (WHERE status = 'QUEUED' AND debounce_key IS NOT NULL)::int AS d
+         FROM skiplock.queue WHERE ($1::text IS NULL OR task = $1::text) GROUP BY task, status
+       UNION ALL
+       SELECT task, status, count(*)::int, 0
+         FROM skiplock.job_record WHERE status IN ('DONE', 'DEAD', 'CANCELLED') AND ($1::text IS NULL OR task = $1::text)
+        GROUP BY task, status
+     ),
+     counts AS (
+       SELECT task, jsonb_agg(jsonb_build_array(status, n)) AS counts, sum(d)::int AS debounced FROM by_status GROUP BY task
      )
      SELECT coalesce(c.task, p.name) AS task, coalesce(c.counts, '[]'::jsonb) AS counts,
             coalesce(c.debounced, 0) AS debounced, p.paused_at
@@ -341,7 +366,7 @@ export function jobWaitFacts(p: { id: string }): Statement {
 export function flowControlGauges(): Statement {
   return statement(
     `SELECT coalesce(d.task, p.name) AS task, p.name IS NOT NULL AS paused, coalesce(d.n, 0)::int AS debounced
-       FROM (SELECT task, count(*) AS n FROM skiplock.job WHERE status = 'QUEUED' AND debounce_key IS NOT NULL GROUP BY task) d
+       FROM (SELECT task, count(*) AS n FROM skiplock.queue WHERE status = 'QUEUED' AND debounce_key IS NOT NULL GROUP BY task) d
        FULL JOIN skiplock.paused_task p ON p.name = d.task`,
   );
 }

@@ -8,8 +8,8 @@ import { statement, type Statement } from './sql.ts';
 /**
  * What finished or failed in each of the last `minutes` minutes, oldest first, one row per
  * minute (zeros included): `minute`, and the jobs that are now DONE or DEAD by the minute they
- * finished, and `retrying`, the QUEUED jobs waiting for another attempt after a failure, by the
- * minute that failure was written. Each job counts once, in its current state: the table keeps
+ * finished (their records, by job_finished_idx), and `retrying`, the QUEUED jobs waiting for another attempt after a failure (the queue), by
+ * the minute that failure was written. Each job counts once, in its current state: the table keeps
  * no history, so a job that failed twice and then succeeded counts as one DONE.
  */
 export function jobActivity(p: { now: Clock; minutes: number }): Statement {
@@ -20,11 +20,11 @@ export function jobActivity(p: { now: Clock; minutes: number }): Statement {
      ),
      events AS (
        SELECT date_trunc('minute', j.finished_at) AS minute, j.status
-         FROM skiplock.job j, bounds b
+         FROM skiplock.job_record j, bounds b
         WHERE j.finished_at >= b.first_minute AND j.finished_at < b.end_at AND j.status IN ('DONE', 'DEAD')
        UNION ALL
        SELECT date_trunc('minute', j.updated_at), 'RETRYING'
-         FROM skiplock.job j, bounds b
+         FROM skiplock.queue j, bounds b
         WHERE j.status = 'QUEUED' AND j.attempts > 0 AND j.last_error IS NOT NULL
           AND j.updated_at >= b.first_minute AND j.updated_at < b.end_at
      )
@@ -48,7 +48,7 @@ export function jobActivity(p: { now: Clock; minutes: number }): Statement {
  */
 export function countUnclaimableJobs(p: { tasks: readonly string[]; maxTimeoutMs: number }): Statement {
   return statement(
-    `SELECT count(*)::int AS n FROM skiplock.job WHERE status = 'QUEUED' AND timeout_ms > $2 AND task = ANY ($1::text[])`,
+    `SELECT count(*)::int AS n FROM skiplock.queue WHERE status = 'QUEUED' AND timeout_ms > $2 AND task = ANY ($1::text[])`,
     [p.tasks, p.maxTimeoutMs],
   );
 }

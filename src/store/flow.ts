@@ -33,7 +33,7 @@ export function flowStatus(p: { now: Clock; limits: readonly FlowLimitRow[] }): 
   return statement(
     `WITH l AS MATERIALIZED (${LIMITS}),
      running AS MATERIALIZED (
-       SELECT j.task, j.flow_key, count(*)::int AS n FROM skiplock.job j
+       SELECT j.task, j.flow_key, count(*)::int AS n FROM skiplock.queue j
         WHERE j.status = 'RUNNING' AND j.flow_key IS NOT NULL AND j.task IN (SELECT task FROM l) GROUP BY 1, 2),
      starts AS MATERIALIZED (
        SELECT s.task, s.rate_key, count(*)::int AS n,
@@ -42,7 +42,7 @@ export function flowStatus(p: { now: Clock; limits: readonly FlowLimitRow[] }): 
         WHERE l.rate IS NOT NULL AND s.started_at > ${NOW} - l.period_ms ${MS} GROUP BY 1, 2),
      -- resuming: the same attempt goes on (migration 015), no rate limit holds it.
      due AS MATERIALIZED (
-       SELECT j.task, j.flow_key, j.rate_key, (j.rate_attempt IS NOT DISTINCT FROM j.attempts + 1) AS resuming, count(*)::int AS n FROM skiplock.job j
+       SELECT j.task, j.flow_key, j.rate_key, (j.rate_attempt IS NOT DISTINCT FROM j.attempts + 1) AS resuming, count(*)::int AS n FROM skiplock.queue j
         WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.run_at <= ${NOW} AND j.task IN (SELECT task FROM l) GROUP BY 1, 2, 3, 4),
      full_keys AS MATERIALIZED (
        SELECT r.task, 'concurrency' AS kind, r.flow_key AS key, r.n AS in_use, l."limit" AS lim, NULL::timestamptz AS opens_at
@@ -79,12 +79,12 @@ export function jobFlowWait(p: { now: Clock; id: string; limits: readonly FlowLi
      SELECT j.task, j.flow_key, j.rate_key, j.run_at <= ${NOW} AS due, l."limit", l."global", l.period_ms,
             -- A resume (migration 015) needs no start: no rate limit holds it.
             CASE WHEN j.rate_attempt IS DISTINCT FROM j.attempts + 1 THEN l.rate END AS rate,
-            (SELECT count(*)::int FROM skiplock.job r WHERE r.status = 'RUNNING' AND r.task = j.task AND r.flow_key = j.flow_key) AS key_running,
-            (SELECT count(*)::int FROM skiplock.job r WHERE r.status = 'RUNNING' AND r.task = j.task AND r.flow_key IS NOT NULL) AS task_running,
+            (SELECT count(*)::int FROM skiplock.queue r WHERE r.status = 'RUNNING' AND r.task = j.task AND r.flow_key = j.flow_key) AS key_running,
+            (SELECT count(*)::int FROM skiplock.queue r WHERE r.status = 'RUNNING' AND r.task = j.task AND r.flow_key IS NOT NULL) AS task_running,
             (SELECT count(*)::int FROM skiplock.flow_start s WHERE s.task = j.task AND s.rate_key = j.rate_key AND s.started_at > ${NOW} - l.period_ms ${MS}) AS starts,
             (SELECT s.started_at + l.period_ms ${MS} FROM skiplock.flow_start s WHERE s.task = j.task AND s.rate_key = j.rate_key
               ORDER BY s.started_at DESC OFFSET greatest(l.rate, 1) - 1 LIMIT 1) AS opens_at
-       FROM skiplock.job j JOIN l ON l.task = j.task
+       FROM skiplock.queue j JOIN l ON l.task = j.task
       WHERE j.id = $3::bigint AND j.status = 'QUEUED' AND j.flow_key IS NOT NULL`,
     [clock(p.now), JSON.stringify(p.limits), p.id],
   );
@@ -98,19 +98,30 @@ export function jobFlowWait(p: { now: Clock; id: string; limits: readonly FlowLi
  */
 export function unkeyedLimitedJobs(p: { tasks: readonly string[]; limit: number }): Statement {
   return statement(
-    `SELECT id::text AS id, task, payload FROM skiplock.job
-      WHERE status = 'QUEUED' AND flow_key IS NULL AND task = ANY($1::text[]) LIMIT $2`,
+    `SELECT q.id::text AS id, q.task, r.payload FROM skiplock.queue q JOIN skiplock.job_record r ON r.id = q.id
+      WHERE q.status = 'QUEUED' AND q.flow_key IS NULL AND q.task = ANY($1::text[]) LIMIT $2`,
     [p.tasks, p.limit],
   );
 }
 
-/** Writes the keys unkeyedLimitedJobs' caller computed, to jobs still QUEUED without keys. */
+/**
+ * Writes the keys unkeyedLimitedJobs' caller computed, to jobs still QUEUED without keys: their
+ * queue rows (what the claim reads; the UPDATE's WHERE is re-checked on the locked row, so a job
+ * claimed meanwhile is left alone) and their records (what a revival starts from).
+ */
 export function setFlowKeys(p: { jobs: readonly { id: string; flow_key: string; rate_key: string }[] }): Statement {
   return statement(
-    `WITH k AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS k(id bigint, flow_key text, rate_key text))
-     UPDATE skiplock.job j SET flow_key = k.flow_key, rate_key = k.rate_key
-       FROM k WHERE j.id = ANY (ARRAY(SELECT id FROM k)) AND j.id = k.id AND j.status = 'QUEUED' AND j.flow_key IS NULL
-     RETURNING j.id`,
+    `WITH k AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS k(id bigint, flow_key text, rate_key text)),
+     keyed AS (
+       UPDATE skiplock.queue j SET flow_key = k.flow_key, rate_key = k.rate_key
+         FROM k WHERE j.id = ANY (ARRAY(SELECT id FROM k)) AND j.id = k.id AND j.status = 'QUEUED' AND j.flow_key IS NULL
+       RETURNING j.id, j.flow_key, j.rate_key
+     ),
+     recorded AS (
+       UPDATE skiplock.job_record r SET flow_key = e.flow_key, rate_key = e.rate_key
+         FROM keyed e WHERE r.id = ANY (ARRAY(SELECT id FROM keyed)) AND r.id = e.id
+     )
+     SELECT id FROM keyed`,
     [JSON.stringify(p.jobs)],
   );
 }

@@ -15,7 +15,8 @@ const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-
 
 /**
  * The job's row, `steps` (a JSON array of its job_step rows by seq, read on the primary key) and
- * `children` (its first `childLimit` children by id, read on job_parent_idx). Ids are text inside
+ * `children` (its first `childLimit` children by id, their records read on job_parent_idx, their
+ * live status from the queue). Ids are text inside
  * the JSON: int8 exceeds JS numbers. No row when the job does not exist.
  */
 export function getJobDetail(p: { id: string; childLimit?: number }): Statement {
@@ -30,8 +31,11 @@ export function getJobDetail(p: { id: string; childLimit?: number }): Statement 
           FROM skiplock.job_step s WHERE s.job_id = j.id) AS steps,
        (SELECT coalesce(jsonb_agg(jsonb_build_object('id', c.id::text, 'task', c.task, 'status', c.status, 'parent_step', c.parent_step)
                ORDER BY c.id), '[]'::jsonb)
-          FROM (SELECT id, task, status, parent_step FROM skiplock.job
-                 WHERE parent_id = j.id ORDER BY id LIMIT $2) c) AS children
+          -- The first children's records (job_parent_idx), a live one's status probed in the queue
+          -- by id: not the view, whose join the planner may hash or merge over the whole queue.
+          FROM (SELECT r.id, r.task, coalesce((SELECT q.status FROM skiplock.queue q WHERE q.id = r.id), r.status) AS status, r.parent_step
+                  FROM (SELECT id, task, status, parent_step FROM skiplock.job_record
+                         WHERE parent_id = j.id ORDER BY id LIMIT $2) r) c) AS children
        FROM skiplock.job j WHERE j.id = $1::bigint`,
     [p.id, p.childLimit ?? CHILD_LIMIT],
   );

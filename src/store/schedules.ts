@@ -4,6 +4,7 @@
  * and compares against later is exactly what JavaScript can hold.
  */
 import { NOW, clock, type Clock } from './clock.ts';
+import { QUEUE_INSERT, queueRowsFrom } from './queue.ts';
 import { statement, type Statement } from './sql.ts';
 
 const NOW_MS = `date_trunc('milliseconds', ${NOW})`;
@@ -134,13 +135,14 @@ export const FIRING_HISTORY = "interval '7 days'";
  * Fires the planned instants, in one statement:
  *   locked   the schedules whose revision and watermark are still those the plan was made from
  *            (FOR UPDATE SKIP LOCKED: a schedule another tick is firing right now is left to it);
- *            `busy` when overlap is 'skip' and a job of the schedule is live: QUEUED (a sleep too),
- *            RUNNING, or WAITING for its children
+ *            `busy` when overlap is 'skip' and a job of the schedule is live (has a queue row):
+ *            QUEUED, RUNNING, or WAITING (a sleep, a wait, its children)
  *   advanced moves their watermark and next run (past every due instant when busy)
  *   firings  one row per instant, ON CONFLICT DO NOTHING, each with a job id drawn from the
  *            job sequence; only the rows actually inserted are returned
- *   jobs     one job per returned firing, with that id: a firing and its job land together or
- *            not at all (the job_id foreign key is checked at the end of the statement)
+ *   jobs     one job per returned firing, with that id (its record, and its queue row: queued):
+ *            a firing and its job land together or not at all (the job_id foreign key is checked
+ *            at the end of the statement)
  *   pruned   firing history older than FIRING_HISTORY of the schedules that fired
  * Returns how many jobs were inserted.
  */
@@ -155,9 +157,9 @@ export function fireSchedules(p: { now: Clock; plans: readonly FiringPlanRow[] }
      locked AS MATERIALIZED (
        SELECT s.name, s.task, s.payload, s.state, p.instants, p.advance_to, p.next_run_at,
               p.busy_advance_to, p.busy_next_run_at, p.priority, p.max_attempts, p.timeout_ms, p.flow_key, p.rate_key,
+              -- A live job is one with a queue row (job_schedule_live_idx).
               (s.overlap = 'skip' AND EXISTS (
-                 SELECT 1 FROM skiplock.job j
-                  WHERE j.schedule_name = s.name AND j.status IN ('QUEUED', 'RUNNING', 'WAITING'))) AS busy
+                 SELECT 1 FROM skiplock.queue j WHERE j.schedule_name = s.name AND j.schedule_name IS NOT NULL)) AS busy
          FROM skiplock.schedule s JOIN plan p ON p.name = s.name
         WHERE s.enabled AND s.revision = p.revision AND s.watermark = p.watermark
         ORDER BY s.name
@@ -172,7 +174,7 @@ export function fireSchedules(p: { now: Clock; plans: readonly FiringPlanRow[] }
      ),
      firings AS (
        INSERT INTO skiplock.cron_firing (schedule_name, scheduled_for, job_id, fired_at)
-       SELECT l.name, i.at, nextval(pg_get_serial_sequence('skiplock.job', 'id')), ${NOW}
+       SELECT l.name, i.at, nextval(pg_get_serial_sequence('skiplock.job_record', 'id')), ${NOW}
          FROM locked l CROSS JOIN LATERAL unnest(l.instants) AS i(at)
         WHERE NOT l.busy
         ORDER BY l.name, i.at
@@ -180,14 +182,18 @@ export function fireSchedules(p: { now: Clock; plans: readonly FiringPlanRow[] }
        RETURNING schedule_name, scheduled_for, job_id
      ),
      jobs AS (
-       INSERT INTO skiplock.job (id, task, payload, priority, run_at, max_attempts, timeout_ms,
-                                 schedule_name, scheduled_for, schedule_state, flow_key, rate_key, created_at, updated_at)
+       INSERT INTO skiplock.job_record (id, task, payload, priority, run_at, max_attempts, timeout_ms,
+                                        schedule_name, scheduled_for, schedule_state, flow_key, rate_key, created_at, updated_at)
        OVERRIDING SYSTEM VALUE
        SELECT f.job_id, l.task, l.payload, l.priority, f.scheduled_for, l.max_attempts, l.timeout_ms,
               f.schedule_name, f.scheduled_for, l.state, l.flow_key, l.rate_key, ${NOW}, ${NOW}
          FROM firings f JOIN locked l ON l.name = f.schedule_name
         ORDER BY f.job_id
-       RETURNING id
+       RETURNING *
+     ),
+     queued AS (
+       ${QUEUE_INSERT}
+       ${queueRowsFrom('jobs')}
      ),
      pruned AS (
        DELETE FROM skiplock.cron_firing c

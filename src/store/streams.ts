@@ -25,9 +25,9 @@ export interface ChunkFence {
 
 /**
  * Writes a run's buffered chunks, in order, in one statement — only while the job is RUNNING
- * under this run's lease (locked_by + attempts; the row is locked FOR SHARE, so a claim or a
- * reaper that takes the job over waits for this statement, and one that went first makes it write
- * nothing). A chunk whose (stream, segment, ordinal) is stored already — an earlier attempt, or a
+ * under this run's lease (locked_by + attempts; its queue row is locked FOR SHARE, so a claim, a
+ * reaper or an end that takes the job over waits for this statement, and one that went first makes
+ * it write nothing). A chunk whose (stream, segment, ordinal) is stored already — an earlier attempt, or a
  * replay, wrote it — is skipped: the first write wins. The others take the next seq of their
  * stream (its max + their rank), so a stream's seq has no gap. One run's flushes must not overlap
  * (the runtime sends them one after another): each reads its stream's max seq.
@@ -39,7 +39,7 @@ export function flushChunks(p: ChunkFence & { chunks: readonly ChunkRow[] }): St
   const input = JSON.stringify(p.chunks.map((c, n) => ({ n, s: c.stream, g: c.segment, o: c.ordinal, d: c.data ?? null, b: c.bytes })));
   return preparedStatement(
     `WITH fence AS (
-       SELECT j.id FROM skiplock.job j
+       SELECT j.id FROM skiplock.queue j
         WHERE j.id = $2::bigint AND j.status = 'RUNNING' AND j.locked_by = $3 AND j.attempts = $4
         FOR SHARE
      ),

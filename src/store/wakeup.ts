@@ -56,7 +56,7 @@ export function msUntilNextWork(p: {
             floor(extract(epoch FROM least(
               -- Paused tasks (migration 011) keep nothing awake.
               ${limited ? NEXT_LIMITED : `skiplock.next_claimable_at(${unpaused('$2')}, $3)`},
-              (SELECT min(locked_until) FROM skiplock.job WHERE status = 'RUNNING' AND task = ANY($2::text[])),${r ? `
+              (SELECT min(locked_until) FROM skiplock.queue WHERE status = 'RUNNING' AND task = ANY($2::text[])),${r ? `
               ${nextRetention(n)},` : ''}${s ? `
               -- on: jobs left pending for its tasks by another sender (migration 018).
               ${oldestPendingEvent(`$${sub}`, `$${sub + 1}`, `$${sub + 2}`)},` : ''}
@@ -90,17 +90,18 @@ export function msUntilNextWork(p: {
 export const RETENTION_SLACK_MS = 3_600_000;
 
 /**
- * The oldest finished job of a status that expires, by job_finished_idx in finished_at order (the
- * status filter skips DEAD rows kept for a person, usually few), plus its age and the slack;
- * not before the process's own rate limit allows (params from $n: done, cancelled, dead ms, wait).
+ * The oldest finished job of a status that expires, by the records' job_finished_idx in
+ * finished_at order (the status filter skips DEAD rows kept for a person, usually few), plus its
+ * age and the slack; not before the process's own rate limit allows (params from $n: done,
+ * cancelled, dead ms, wait).
  */
 function nextRetention(n: number): string {
   const [done, cancelled, dead, wait] = [n, n + 1, n + 2, n + 3].map((i) => `$${i}`);
   // greatest() skips NULLs: with nothing to prune, the CASE keeps the answer NULL.
   return `(SELECT CASE WHEN min(f.at) IS NOT NULL THEN greatest(min(f.at) + ${RETENTION_SLACK_MS} * interval '1 millisecond', ${NOW} + ${wait}::bigint * interval '1 millisecond') END FROM (
-                (SELECT finished_at + ${done}::bigint * interval '1 millisecond' AS at FROM skiplock.job WHERE finished_at IS NOT NULL AND status = 'DONE' ORDER BY finished_at LIMIT 1)
-                UNION ALL (SELECT finished_at + ${cancelled}::bigint * interval '1 millisecond' FROM skiplock.job WHERE finished_at IS NOT NULL AND status = 'CANCELLED' ORDER BY finished_at LIMIT 1)
-                UNION ALL (SELECT finished_at + ${dead}::bigint * interval '1 millisecond' FROM skiplock.job WHERE ${dead}::bigint IS NOT NULL AND finished_at IS NOT NULL AND status = 'DEAD' ORDER BY finished_at LIMIT 1)) f)`;
+                (SELECT finished_at + ${done}::bigint * interval '1 millisecond' AS at FROM skiplock.job_record WHERE finished_at IS NOT NULL AND status = 'DONE' ORDER BY finished_at LIMIT 1)
+                UNION ALL (SELECT finished_at + ${cancelled}::bigint * interval '1 millisecond' FROM skiplock.job_record WHERE finished_at IS NOT NULL AND status = 'CANCELLED' ORDER BY finished_at LIMIT 1)
+                UNION ALL (SELECT finished_at + ${dead}::bigint * interval '1 millisecond' FROM skiplock.job_record WHERE ${dead}::bigint IS NOT NULL AND finished_at IS NOT NULL AND status = 'DEAD' ORDER BY finished_at LIMIT 1)) f)`;
 }
 
 /**
@@ -122,17 +123,17 @@ const NEXT_LIMITED = `skiplock.next_claimable_at(${unpaused('$5')}, $3),
                             ORDER BY s.started_at DESC OFFSET l.rate - 1 LIMIT 1) END,
                         -- A key (or task) at its concurrency limit: its first holder's lease expiry (greatest skips NULLs).
                         CASE WHEN l."limit" IS NOT NULL THEN
-                          (SELECT CASE WHEN count(*) >= l."limit" THEN min(r.locked_until) END FROM skiplock.job r
+                          (SELECT CASE WHEN count(*) >= l."limit" THEN min(r.locked_until) END FROM skiplock.queue r
                             WHERE r.status = 'RUNNING' AND r.task = k.task AND r.flow_key = k.flow_key) END,
                         CASE WHEN l.global IS NOT NULL THEN
-                          (SELECT CASE WHEN count(*) >= l.global THEN min(r.locked_until) END FROM skiplock.job r
+                          (SELECT CASE WHEN count(*) >= l.global THEN min(r.locked_until) END FROM skiplock.queue r
                             WHERE r.status = 'RUNNING' AND r.task = k.task AND r.flow_key IS NOT NULL) END))
-                 FROM (SELECT DISTINCT ON (j.task, j.flow_key, j.rate_key) j.task, j.flow_key, j.rate_key, j.run_at FROM skiplock.job j
+                 FROM (SELECT DISTINCT ON (j.task, j.flow_key, j.rate_key) j.task, j.flow_key, j.rate_key, j.run_at FROM skiplock.queue j
                         WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.timeout_ms <= $3 AND j.attempts < j.max_attempts
                           AND j.task IN (SELECT task FROM jsonb_to_recordset($6::jsonb) AS x(task text) EXCEPT SELECT name FROM skiplock.paused_task)
                         ORDER BY j.task, j.flow_key, j.rate_key, j.run_at) k
                  JOIN jsonb_to_recordset($6::jsonb) AS l(task text, "limit" int, global int, rate int, period_ms bigint) ON l.task = k.task),
-              (SELECT min(j.run_at) FROM skiplock.job j
+              (SELECT min(j.run_at) FROM skiplock.queue j
                 WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.rate_attempt = j.attempts + 1
                   AND j.timeout_ms <= $3 AND j.attempts < j.max_attempts
                   AND j.task IN (SELECT task FROM jsonb_to_recordset($6::jsonb) AS x(task text) EXCEPT SELECT name FROM skiplock.paused_task))`;

@@ -22,13 +22,19 @@ beforeAll(async () => {
     statement(`CREATE TABLE status_change (seq bigserial PRIMARY KEY, id bigint, task text, flow_key text, old text, new text NOT NULL, rate_key text, at timestamptz)`),
     statement(`CREATE FUNCTION record_status_change() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
+        -- A live job's status is its queue row's (migration 021); its end deletes that row.
+        IF TG_OP = 'DELETE' THEN
+          INSERT INTO status_change (id, task, flow_key, old, new, rate_key, at)
+          VALUES (OLD.id, OLD.task, OLD.flow_key, OLD.status, 'ENDED', OLD.rate_key, OLD.updated_at);
+          RETURN OLD;
+        END IF;
         IF TG_OP = 'INSERT' OR OLD.status IS DISTINCT FROM NEW.status THEN
           INSERT INTO status_change (id, task, flow_key, old, new, rate_key, at)
           VALUES (NEW.id, NEW.task, NEW.flow_key, CASE WHEN TG_OP = 'UPDATE' THEN OLD.status END, NEW.status, NEW.rate_key, NEW.updated_at);
         END IF;
         RETURN NEW;
       END $$`),
-    statement(`CREATE TRIGGER record_status_change AFTER INSERT OR UPDATE ON skiplock.job
+    statement(`CREATE TRIGGER record_status_change AFTER INSERT OR UPDATE OR DELETE ON skiplock.queue
       FOR EACH ROW EXECUTE FUNCTION record_status_change()`),
   ]);
 });

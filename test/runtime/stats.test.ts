@@ -19,7 +19,7 @@ beforeAll(async () => {
   skiplock = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, retention: false });
 });
 afterAll(() => db.drop());
-beforeEach(() => db.sql.query(statement(`TRUNCATE skiplock.job CASCADE`)));
+beforeEach(() => db.emptyJobs());
 
 const insert = (sql: string) => db.sql.query(statement(sql));
 const DONE = (n: number, task: string) =>
@@ -48,7 +48,7 @@ test('more DONE jobs than it counts: DONE estimated from the table size, split l
   await insert(`INSERT INTO skiplock.job (task, payload, status, attempts, finished_at)
                 SELECT CASE WHEN g % 3 = 0 THEN 'sleep' ELSE 'echo' END, '{}', 'DONE', 1, now() FROM generate_series(1, ${done}) g`);
   await insert(`INSERT INTO skiplock.job (task, payload) SELECT 'echo', '{}' FROM generate_series(1, 7)`);
-  await insert(`ANALYZE skiplock.job`);
+  await insert(`ANALYZE skiplock.job_record`);
   const stats = await skiplock.stats();
   expect(stats.doneCount).toBe('estimated');
   expect(stats.counts.QUEUED).toBe(7);

@@ -15,7 +15,10 @@ const echo = defineTask({ name: 'echo', payload: z.object({ n: z.number() }), ha
 const skiplock = () => createSkiplock({ sql: db.sql, tasks: [echo], log: () => {} });
 
 const version = async (id: string) =>
-  (await db.sql.query<{ xmin: string; ctid: string }>(statement(`SELECT xmin::text AS xmin, ctid::text AS ctid FROM skiplock.job WHERE id = $1`, [id])))[0];
+  (await db.sql.query<{ xmin: string; ctid: string }>(statement(
+    // Both rows of a live job: its record and its queue row (migration 021).
+    `SELECT r.xmin::text AS xmin, r.ctid::text AS ctid, q.xmin::text AS queue_xmin, q.ctid::text AS queue_ctid
+       FROM skiplock.job_record r JOIN skiplock.queue q ON q.id = r.id WHERE r.id = $1`, [id])))[0];
 
 test('replaying an idempotency key returns the original job and writes no row version', async () => {
   const queue = skiplock();
