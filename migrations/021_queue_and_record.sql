@@ -114,6 +114,8 @@ ALTER TABLE skiplock.job_record ADD CONSTRAINT job_record_failed_status
   CHECK (failed_status IS NULL OR (failed_status = status AND status IN ('DEAD', 'CANCELLED'))) NOT VALID;
 UPDATE skiplock.job_record SET failed_status = status WHERE status IN ('DEAD', 'CANCELLED');
 CREATE INDEX job_failed_idx ON skiplock.job_record (failed_status, id DESC) WHERE failed_status IS NOT NULL;
+-- Retention's next expiry of the failed ones (src/store/wakeup.ts), in finish order.
+CREATE INDEX job_failed_finished_idx ON skiplock.job_record (failed_status, finished_at) WHERE failed_status IS NOT NULL;
 DROP INDEX skiplock.job_unfinished_id_idx;
 DROP INDEX skiplock.job_finished_idx;
 CREATE INDEX job_finished_brin ON skiplock.job_record USING brin (finished_at);

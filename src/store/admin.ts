@@ -9,7 +9,6 @@ import { cancelCtes, descendantsCtes } from './cancel.ts';
 import { liveJobColumns, queueFromRecord } from './queue.ts';
 import { RETRIED, requeueRetried } from './retry.ts';
 import { statement, type Statement } from './sql.ts';
-import { liveJobColumns } from './queue.ts';
 import { fanInCtes, reopenParentStepCtes } from './steps.ts';
 
 export interface ListJobsParams {
@@ -28,13 +27,14 @@ const LIVE_STATUSES: readonly string[] = ['QUEUED', 'RUNNING', 'WAITING'];
  * jobs are inserted (new jobs get larger ids, so they never shift an older page).
  * The conditions are composed, not `($n IS NULL OR …)`, so each query can use its index. A live
  * status reads the queue (its rows are the live jobs, its status the truth) joined to the
- * records; a finished one reads the records (job_unfinished_id_idx, or newest-first by the
+ * records; a finished one reads the records (job_failed_idx, or newest-first by the
  * primary key for DONE); no status, the view (the record's primary key or job_task_id_idx).
  */
 export function listJobs(p: ListJobsParams): Statement {
   const values: unknown[] = [];
   const where: string[] = [];
-  if (p.status !== null) where.push(`status = $${values.push(p.status)}`);
+  // DEAD and CANCELLED records are found by failed_status (job_failed_idx, migration 021).
+  if (p.status !== null) where.push(`${p.status === 'DEAD' || p.status === 'CANCELLED' ? 'failed_status' : 'status'} = $${values.push(p.status)}`);
   if (p.task !== null) where.push(`task = $${values.push(p.task)}`);
   if (p.beforeId !== null) where.push(`id < $${values.push(p.beforeId)}::bigint`);
   const page = (from: string) => `SELECT * FROM ${from}
@@ -140,7 +140,7 @@ export function retryDeadJobs(p: { now: Clock; task: string | null; limit: numbe
   return statement(
     `WITH picked AS (
        SELECT id FROM skiplock.job_record
-        WHERE status = 'DEAD' AND ($2::text IS NULL OR task = $2::text)
+        WHERE failed_status = 'DEAD' AND ($2::text IS NULL OR task = $2::text)
         ORDER BY id
         LIMIT $3
         FOR UPDATE SKIP LOCKED
@@ -184,15 +184,15 @@ export const STATS_DONE_EXACT_LIMIT = 10_000;
  * long the longest-waiting due QUEUED job has waited past its run_at (0 when none is due). One row:
  *   - `live` as [[status, task, n, scheduled], …]: every job not DONE, counted exactly: the live
  *     ones from the queue (its rows are the live jobs), `scheduled` being the QUEUED ones not due
- *     yet; DEAD and CANCELLED from the records, through the partial index job_unfinished_id_idx
- *     (`status <> 'DONE'`, migration 004);
+ *     yet; DEAD and CANCELLED from the records, through the partial index job_failed_idx
+ *     (failed_status, migration 021);
  *   - `done_sample` as [[task, n], …]: the newest DONE jobs, at most $2 + 1 of them (newest
  *     first by the record's primary key), and `done_sampled`, how many;
  *   - `done_estimate`: when more than $2 are DONE, the planner's estimate of the records (reltuples
  *     per page × the pages it has now, as the planner scales it) less the jobs not DONE (a live
  *     job has a record too); null when the records were never analyzed (then `done_exact`, a
  *     count, is the fallback).
- * The lag reads job_claim_idx (QUEUED only).
+ * The lag reads job_claim_idx: QUEUED jobs, and WAITING ones whose wake instant has come.
  */
 export function jobStats(p: { now: Clock; doneLimit?: number }): Statement {
   return statement(
@@ -201,8 +201,8 @@ export function jobStats(p: { now: Clock; doneLimit?: number }): Statement {
               count(*) FILTER (WHERE status = 'QUEUED' AND run_at > ${NOW})::int AS scheduled
          FROM skiplock.queue GROUP BY status, task
        UNION ALL
-       SELECT status, task, count(*)::int, 0 FROM skiplock.job_record
-        WHERE status IN ('DEAD', 'CANCELLED') GROUP BY status, task
+       SELECT failed_status, task, count(*)::int, 0 FROM skiplock.job_record
+        WHERE failed_status IN ('DEAD', 'CANCELLED') GROUP BY failed_status, task
      ),
      done_sample AS (SELECT task FROM skiplock.job_record WHERE status = 'DONE' ORDER BY id DESC LIMIT $2::int + 1),
      sampled AS (SELECT count(*)::int AS n FROM done_sample),
@@ -223,14 +223,14 @@ export function jobStats(p: { now: Clock; doneLimit?: number }): Statement {
        CASE WHEN (SELECT n FROM sampled) > $2::int AND (SELECT rows FROM estimate) IS NULL
             THEN (SELECT count(*) FROM skiplock.job_record WHERE status = 'DONE') END AS done_exact,
        (SELECT coalesce(greatest(0, extract(epoch FROM ${NOW} - min(run_at)) * 1000), 0)::float8
-          FROM skiplock.queue WHERE status = 'QUEUED' AND run_at <= ${NOW}) AS oldest_queued_age_ms`,
+          FROM skiplock.queue WHERE status <> 'RUNNING' AND run_at IS NOT NULL AND run_at <= ${NOW}) AS oldest_queued_age_ms`,
     [clock(p.now), p.doneLimit ?? STATS_DONE_EXACT_LIMIT],
   );
 }
 
-/** DEAD jobs by task, from the records' index of unfinished jobs (never the DONE rows that are most of them). */
+/** DEAD jobs by task, from the records' index of failed jobs (never the DONE rows that are most of them). */
 export function deadJobsByTask(): Statement {
-  return statement(`SELECT task, count(*)::int AS dead FROM skiplock.job_record WHERE status = 'DEAD' GROUP BY task ORDER BY task COLLATE "C"`);
+  return statement(`SELECT task, count(*)::int AS dead FROM skiplock.job_record WHERE failed_status = 'DEAD' GROUP BY task ORDER BY task COLLATE "C"`);
 }
 
 /** The health check: answers when the database does. */

@@ -90,18 +90,24 @@ export function msUntilNextWork(p: {
 export const RETENTION_SLACK_MS = 3_600_000;
 
 /**
- * The oldest finished job of a status that expires, by the records' job_finished_idx in
- * finished_at order (the status filter skips DEAD rows kept for a person, usually few), plus its
- * age and the slack; not before the process's own rate limit allows (params from $n: done,
- * cancelled, dead ms, wait).
+ * When the next retention pass is due: the oldest expiring record's finish + its retention + the
+ * slack, not before the process's own rate limit allows (params from $n: done, cancelled, dead
+ * ms, wait). DEAD and CANCELLED records are found in finish order by job_failed_finished_idx. The
+ * records' finish times have only a BRIN index (migration 021: the DONE end stays HOT), which keeps
+ * no order, so a DONE record's is read from the oldest records by id, the first 1,000 at most (a
+ * job finishes after it is enqueued, and retention leaves the oldest DONE ones first); when none
+ * of them is DONE, the next pass is a DONE retention from now. An estimate: the pass itself deletes
+ * whatever has expired by then, in any order.
  */
 function nextRetention(n: number): string {
-  const [done, cancelled, dead, wait] = [n, n + 1, n + 2, n + 3].map((i) => `$${i}`);
+  const [done, cancelled, dead, wait] = [n, n + 1, n + 2, n + 3].map((i) => `$${i}`) as [string, string, string, string];
+  const ms = (v: string) => `${v}::bigint * interval '1 millisecond'`;
   // greatest() skips NULLs: with nothing to prune, the CASE keeps the answer NULL.
-  return `(SELECT CASE WHEN min(f.at) IS NOT NULL THEN greatest(min(f.at) + ${RETENTION_SLACK_MS} * interval '1 millisecond', ${NOW} + ${wait}::bigint * interval '1 millisecond') END FROM (
-                (SELECT finished_at + ${done}::bigint * interval '1 millisecond' AS at FROM skiplock.job_record WHERE finished_at IS NOT NULL AND status = 'DONE' ORDER BY finished_at LIMIT 1)
-                UNION ALL (SELECT finished_at + ${cancelled}::bigint * interval '1 millisecond' FROM skiplock.job_record WHERE finished_at IS NOT NULL AND status = 'CANCELLED' ORDER BY finished_at LIMIT 1)
-                UNION ALL (SELECT finished_at + ${dead}::bigint * interval '1 millisecond' FROM skiplock.job_record WHERE ${dead}::bigint IS NOT NULL AND finished_at IS NOT NULL AND status = 'DEAD' ORDER BY finished_at LIMIT 1)) f)`;
+  return `(SELECT CASE WHEN min(f.at) IS NOT NULL THEN greatest(min(f.at) + ${RETENTION_SLACK_MS} * interval '1 millisecond', ${NOW} + ${ms(wait)}) END FROM (
+                (SELECT coalesce(min(o.finished_at) FILTER (WHERE o.status = 'DONE'), CASE WHEN count(*) > 0 THEN ${NOW} END) + ${ms(done)} AS at
+                   FROM (SELECT r.status, r.finished_at FROM skiplock.job_record r ORDER BY r.id LIMIT 1000) o)
+                UNION ALL (SELECT finished_at + ${ms(cancelled)} FROM skiplock.job_record WHERE failed_status = 'CANCELLED' ORDER BY finished_at LIMIT 1)
+                UNION ALL (SELECT finished_at + ${ms(dead)} FROM skiplock.job_record WHERE ${dead}::bigint IS NOT NULL AND failed_status = 'DEAD' ORDER BY finished_at LIMIT 1)) f)`;
 }
 
 /**
