@@ -159,7 +159,8 @@ SELECT r.id,
        r.finished_traceparent,
        CASE WHEN q.id IS NULL THEN r.rate_attempt ELSE q.rate_attempt END AS rate_attempt,
        CASE WHEN q.id IS NULL THEN r.wait_woken ELSE q.wait_woken END AS wait_woken,
-       r.cancel_on
+       r.cancel_on,
+       r.failed_status
   FROM skiplock.job_record r LEFT JOIN skiplock.queue q ON q.id = r.id;
 
 -- The claim functions of migrations 003, 005 and 015, on the queue, where a job that may be claimed

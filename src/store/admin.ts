@@ -265,7 +265,8 @@ export function rescheduleJob(p: {
   return answerOne(
     `target AS MATERIALIZED (
        SELECT q.id FROM skiplock.queue q
-        WHERE q.id = $2::bigint AND q.status = 'QUEUED'
+        -- A QUEUED job, or a WAITING one with a wake instant (a sleep, a timed wait): its time moves.
+        WHERE q.id = $2::bigint AND (q.status = 'QUEUED' OR (q.status = 'WAITING' AND q.run_at IS NOT NULL))
           -- Recorded steps were computed from the old payload: a new one would not match them.
           AND (NOT $6::boolean OR q.step_count = 0)
         FOR UPDATE OF q

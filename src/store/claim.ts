@@ -226,9 +226,11 @@ const GENERAL_WRITE = (fanIn: boolean) => `results AS MATERIALIZED (
          locked_by = NULL, locked_until = NULL, cancel_requested = false, wait_woken = false, updated_at = ${NOW}
        FROM outcome o
        WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE status IN ('QUEUED', 'WAITING'))) AND j.id = o.id
+       RETURNING j.id
      ),
      gone AS (
        DELETE FROM skiplock.queue j WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE status IN ('DONE', 'DEAD', 'CANCELLED')))
+       RETURNING j.id
      ),
      ended AS MATERIALIZED (SELECT * FROM outcome WHERE status IN ('DONE', 'DEAD', 'CANCELLED')),
      recorded AS (
@@ -237,9 +239,12 @@ const GENERAL_WRITE = (fanIn: boolean) => `results AS MATERIALIZED (
          finished_by: `CASE WHEN e.status = 'DONE' THEN e.locked_by END`, finished_traceparent: `CASE WHEN e.status = 'DONE' THEN e.trace END`,
        }, 'r.id, r.schedule_state, r.parent_step')}
      ),
+     -- Read by the answer before the claim runs, so the writes above are done by then: a limited
+     -- claim (claim_limited_jobs) counts the key's RUNNING jobs after this batch left them.
      written AS (
        SELECT o.id, o.status, o.schedule_name, rec.schedule_state, o.result, o.last_error, o.parent_id, rec.parent_step
          FROM outcome o LEFT JOIN recorded rec ON rec.id = o.id
+        WHERE o.id IN (SELECT id FROM kept UNION ALL SELECT id FROM gone)
      ),${fanIn ? `\n     ${fanInCtes('written')},` : ''}
      -- A schedule's recurring state, only with a result that was written (so fenced like it), and
      -- only if the state is still the one the job read when it fired (no lost update).

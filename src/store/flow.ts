@@ -43,7 +43,7 @@ export function flowStatus(p: { now: Clock; limits: readonly FlowLimitRow[] }): 
      -- resuming: the same attempt goes on (migration 015), no rate limit holds it.
      due AS MATERIALIZED (
        SELECT j.task, j.flow_key, j.rate_key, (j.rate_attempt IS NOT DISTINCT FROM j.attempts + 1) AS resuming, count(*)::int AS n FROM skiplock.queue j
-        WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.run_at <= ${NOW} AND j.task IN (SELECT task FROM l) GROUP BY 1, 2, 3, 4),
+        WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.flow_key IS NOT NULL AND j.run_at <= ${NOW} AND j.task IN (SELECT task FROM l) GROUP BY 1, 2, 3, 4),
      full_keys AS MATERIALIZED (
        SELECT r.task, 'concurrency' AS kind, r.flow_key AS key, r.n AS in_use, l."limit" AS lim, NULL::timestamptz AS opens_at
          FROM running r JOIN l ON l.task = r.task WHERE r.n >= l."limit"

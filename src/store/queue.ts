@@ -79,7 +79,7 @@ const JOB_ROW = [
   'cancel_requested', 'last_error', 'result', 'idempotency_key', 'schedule_name', 'scheduled_for', 'created_at', 'updated_at',
   'finished_at', 'schedule_state', 'started_at', 'history', 'progress', 'traceparent', 'flow_key', 'rate_key', 'debounce_key',
   'parent_id', 'parent_step', 'pending_children', 'step_count', 'finished_by', 'finished_traceparent', 'rate_attempt', 'wait_woken',
-  'cancel_on',
+  'cancel_on', 'failed_status',
 ] as const;
 
 /** A job row (the view's columns) of a record just inserted, which holds a new job's whole state. */

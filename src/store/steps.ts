@@ -252,11 +252,9 @@ export function fanInCtes(ended: string): string {
      fan_parents AS (
        UPDATE skiplock.queue p SET
          pending_children = greatest(p.pending_children - n.waiting, 0),
-         status = CASE WHEN p.status = 'WAITING' AND n.waiting > 0 AND (p.pending_children - n.waiting <= 0 OR NOT EXISTS (
-                          SELECT 1 FROM skiplock.job_step o WHERE o.job_id = p.id AND o.status = 'waiting'
-                             AND NOT EXISTS (SELECT 1 FROM fan_ended e WHERE e.id = o.child_id))) THEN 'QUEUED'
-                       ELSE p.status END,
-         run_at = CASE WHEN p.status = 'WAITING' THEN ${NOW} ELSE p.run_at END,
+         status = CASE WHEN ${PARENT_WAKES} THEN 'QUEUED' ELSE p.status END,
+         -- Only a parent that wakes is due: a WAITING job with a run_at is one the claim takes.
+         run_at = CASE WHEN ${PARENT_WAKES} THEN ${NOW} ELSE p.run_at END,
          updated_at = ${NOW}
        FROM fan_counts n
       WHERE p.id = n.job_id
@@ -273,6 +271,11 @@ export function fanInCtes(ended: string): string {
        ${queueFromRecord('fan_revived', { status: `'QUEUED'`, attempts: '0', rate_attempt: 'NULL', run_at: NOW })}
      )`;
 }
+
+/** In the fan-in: the WAITING parent `p` wakes, its last child (by the counter, or by its steps) ended. */
+const PARENT_WAKES = `(p.status = 'WAITING' AND n.waiting > 0 AND (p.pending_children - n.waiting <= 0 OR NOT EXISTS (
+                          SELECT 1 FROM skiplock.job_step o WHERE o.job_id = p.id AND o.status = 'waiting'
+                             AND NOT EXISTS (SELECT 1 FROM fan_ended e WHERE e.id = o.child_id))))`;
 
 /**
  * The SET of an invoke step (alias s) recording how its child (alias `child`: status, result,

@@ -96,7 +96,7 @@ export const RETENTION_SLACK_MS = 3_600_000;
  * records' finish times have only a BRIN index (migration 021: the DONE end stays HOT), which keeps
  * no order, so a DONE record's is read from the oldest records by id, the first 1,000 at most (a
  * job finishes after it is enqueued, and retention leaves the oldest DONE ones first); when none
- * of them is DONE, the next pass is a DONE retention from now. An estimate: the pass itself deletes
+ * of 1,000 is DONE (there may be DONE ones after them), the next pass is a DONE retention from now. An estimate: the pass itself deletes
  * whatever has expired by then, in any order.
  */
 function nextRetention(n: number): string {
@@ -104,7 +104,7 @@ function nextRetention(n: number): string {
   const ms = (v: string) => `${v}::bigint * interval '1 millisecond'`;
   // greatest() skips NULLs: with nothing to prune, the CASE keeps the answer NULL.
   return `(SELECT CASE WHEN min(f.at) IS NOT NULL THEN greatest(min(f.at) + ${RETENTION_SLACK_MS} * interval '1 millisecond', ${NOW} + ${ms(wait)}) END FROM (
-                (SELECT coalesce(min(o.finished_at) FILTER (WHERE o.status = 'DONE'), CASE WHEN count(*) > 0 THEN ${NOW} END) + ${ms(done)} AS at
+                (SELECT coalesce(min(o.finished_at) FILTER (WHERE o.status = 'DONE'), CASE WHEN count(*) = 1000 THEN ${NOW} END) + ${ms(done)} AS at
                    FROM (SELECT r.status, r.finished_at FROM skiplock.job_record r ORDER BY r.id LIMIT 1000) o)
                 UNION ALL (SELECT finished_at + ${ms(cancelled)} FROM skiplock.job_record WHERE failed_status = 'CANCELLED' ORDER BY finished_at LIMIT 1)
                 UNION ALL (SELECT finished_at + ${ms(dead)} FROM skiplock.job_record WHERE ${dead}::bigint IS NOT NULL AND failed_status = 'DEAD' ORDER BY finished_at LIMIT 1)) f)`;
@@ -135,11 +135,11 @@ const NEXT_LIMITED = `skiplock.next_claimable_at(${unpaused('$5')}, $3),
                           (SELECT CASE WHEN count(*) >= l.global THEN min(r.locked_until) END FROM skiplock.queue r
                             WHERE r.status = 'RUNNING' AND r.task = k.task AND r.flow_key IS NOT NULL) END))
                  FROM (SELECT DISTINCT ON (j.task, j.flow_key, j.rate_key) j.task, j.flow_key, j.rate_key, j.run_at FROM skiplock.queue j
-                        WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.timeout_ms <= $3 AND j.attempts < j.max_attempts
+                        WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.flow_key IS NOT NULL AND j.timeout_ms <= $3 AND j.attempts < j.max_attempts
                           AND j.task IN (SELECT task FROM jsonb_to_recordset($6::jsonb) AS x(task text) EXCEPT SELECT name FROM skiplock.paused_task)
                         ORDER BY j.task, j.flow_key, j.rate_key, j.run_at) k
                  JOIN jsonb_to_recordset($6::jsonb) AS l(task text, "limit" int, global int, rate int, period_ms bigint) ON l.task = k.task),
               (SELECT min(j.run_at) FROM skiplock.queue j
-                WHERE j.status = 'QUEUED' AND j.flow_key IS NOT NULL AND j.rate_attempt = j.attempts + 1
+                WHERE j.status <> 'RUNNING' AND j.run_at IS NOT NULL AND j.flow_key IS NOT NULL AND j.rate_attempt = j.attempts + 1
                   AND j.timeout_ms <= $3 AND j.attempts < j.max_attempts
                   AND j.task IN (SELECT task FROM jsonb_to_recordset($6::jsonb) AS x(task text) EXCEPT SELECT name FROM skiplock.paused_task))`;

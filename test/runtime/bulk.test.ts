@@ -210,8 +210,8 @@ describe('bulk and restart sent twice; the filter re-checked at change time; dry
     expect(await s.bulk(call)).toEqual({ matched: 1, changed: 1 });
     await s.tick({ untilIdle: true });
     expect(charged).toBe(1);
-    // Sleeping: QUEUED, due in an hour, still carrying its last error.
-    expect(await s.getJob(id)).toMatchObject({ status: 'QUEUED', lastError: expect.stringContaining('non-deterministic') });
+    // Sleeping: WAITING, due in an hour, still carrying its last error.
+    expect(await s.getJob(id)).toMatchObject({ status: 'WAITING', lastError: expect.stringContaining('non-deterministic') });
     // The client retries the same call.
     expect(await s.bulk(call)).toEqual({ matched: 1, changed: 0 });
     expect(await s.bulk({ ...call, dryRun: true })).toMatchObject({ matched: 1, changed: 0, wouldChange: 0 });
@@ -230,7 +230,7 @@ describe('bulk and restart sent twice; the filter re-checked at change time; dry
     expect(await s.restartJob(id)).toMatchObject({ status: 'QUEUED', attempts: 0 });
     await s.tick({ untilIdle: true });
     expect(charged).toBe(1);
-    await expect(s.restartJob(id)).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/is QUEUED: only a DEAD or CANCELLED job can be restarted/) });
+    await expect(s.restartJob(id)).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/is WAITING: only a DEAD or CANCELLED job can be restarted/) });
     await expect(s.restartJob(id, { fromStep: 'charge' })).rejects.toMatchObject({ code: 'conflict' });
     expect(await steps(id)).toEqual(['step:charge:done', 'sleep:wait:sleeping']);
     at = new Date(at.getTime() + 2 * HOUR);

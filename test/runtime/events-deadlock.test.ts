@@ -95,7 +95,7 @@ test('completeCallback: its step-then-job write meets a restart (job, then steps
   const held = await holder();
   try {
     // As a restart does: the job's row first (lockJob) …
-    await held.query(`SELECT id FROM skiplock.job WHERE id = $1 FOR UPDATE`, [job.id]);
+    await held.query(`SELECT id FROM skiplock.queue WHERE id = $1 FOR UPDATE`, [job.id]);
     const completing = sk.completeCallback(token, { approved: true });
     void completing.catch(() => {});
     await expect.poll(lockWaiters, { timeout: 5_000 }).toBe(1);

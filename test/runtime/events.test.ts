@@ -100,12 +100,12 @@ describe('waitForEvent', () => {
     expect(Number(done[0]!.n)).toBe(100);
   });
 
-  test('a timeout with no event: null, on time; the job was QUEUED until it (like a sleep)', async () => {
+  test('a timeout with no event: null, on time; the job was WAITING until it (like a sleep)', async () => {
     const s = make([waiter()]);
     const job = await s.enqueue({ task: 'waiter', payload: { key: 'never', timeoutMs: 400 } });
     await s.tick({ budgetMs: 3_500, pollIntervalMs: 20, untilIdle: true });
     const waiting = (await s.getJob(job.id))!;
-    expect(waiting.status).toBe('QUEUED');
+    expect(waiting.status).toBe('WAITING');
     const [step] = await rows(`SELECT status, wake_at FROM skiplock.job_step WHERE job_id = $1 AND id = 'wait-0'`, [job.id]);
     expect(step!.status).toBe('waiting');
     expect(waiting.runAt.getTime()).toBe(new Date(step!.wake_at as string).getTime());
@@ -119,7 +119,7 @@ describe('waitForEvent', () => {
     expect((await s.sendEvent({ name: 'order.paid', key: 'never' })).woken).toBe(0);
   });
 
-  test('an event before the timeout wakes a timed wait (QUEUED until then) at once', async () => {
+  test('an event before the timeout wakes a timed wait (WAITING until then) at once', async () => {
     const s = make([waiter()]);
     const job = await s.enqueue({ task: 'waiter', payload: { key: 'soon', timeoutMs: 60_000 } });
     await tickIdle(s);

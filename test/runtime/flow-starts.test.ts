@@ -148,7 +148,7 @@ test('a 1 s sleep under rateLimit {limit: 2, periodMs: 60 s} resumes after about
   await skiplock.enqueueBatch([0, 1, 2].map((n) => ({ task: 'sleepy-rated', payload: { n } })));
   await skiplock.tick({ untilIdle: true, reapIntervalMs: 0 });
   // Two started (the limit), both asleep; the third waits for the window.
-  expect(await statuses('sleepy-rated')).toEqual(['QUEUED', 'QUEUED', 'QUEUED']);
+  expect(await statuses('sleepy-rated')).toEqual(['WAITING', 'WAITING', 'QUEUED']);
   expect(await starts('sleepy-rated')).toBe(2);
   // The ticker wakes for the sleepers (the Durable Object alarm): at 1 s, not when the window opens.
   expect(await skiplock.msUntilNextWork()).toBe(1_000);

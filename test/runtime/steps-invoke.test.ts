@@ -1,5 +1,5 @@
 /**
- * ctx.sleep and ctx.invoke (src/runtime/steps/steps.ts): a sleep holds no invocation (the job is QUEUED
+ * ctx.sleep and ctx.invoke (src/runtime/steps/steps.ts): a sleep holds no invocation (the job is WAITING
  * until it wakes); invokes awaited together are written in one statement, and the statement that
  * ends the last child wakes the parent (fan-in), exactly once; a failed child raises
  * ChildJobError; a person's retry of the child resumes the parent; cancel cascades.
@@ -41,7 +41,7 @@ function counting(sql: Sql) {
 }
 
 describe('ctx.sleep', () => {
-  test('a 5 s sleep: QUEUED until it wakes, attempt given back, nothing held; a tick at the wake time resumes after it', async () => {
+  test('a 5 s sleep: WAITING until it wakes, attempt given back, nothing held; a tick at the wake time resumes after it', async () => {
     const calls: string[] = [];
     const task = defineTask({
       name: 'napper',
@@ -57,14 +57,14 @@ describe('ctx.sleep', () => {
     const job = await sk(0).enqueue({ task: 'napper', payload: {} });
     // A sleep is counted as suspended, not as a retry (no attempt failed).
     expect(await sk(0).tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 0, retried: 0, suspended: 1 });
-    expect(await sk(0).getJob(job.id)).toMatchObject({ status: 'QUEUED', runAt: at(5_000), attempts: 0, lockedBy: null, lastError: null, stepCount: 2 });
+    expect(await sk(0).getJob(job.id)).toMatchObject({ status: 'WAITING', runAt: at(5_000), attempts: 0, lockedBy: null, lastError: null, stepCount: 2 });
     expect((await stepRows(job.id)).map((s) => [s.id, s.kind, s.status, s.wake_at])).toEqual([['before', 'step', 'done', null], ['nap', 'sleep', 'sleeping', at(5_000)]]);
 
     // Not due before its wake time; woken early by a person's "run now", it goes back to sleep.
     expect(await sk(4_000).tick({ untilIdle: true })).toMatchObject({ claimed: 0 });
     await sk(1_000).rescheduleJob(job.id, { delayMs: 0 });
     expect(await sk(1_000).tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 0 });
-    expect(await sk(1_000).getJob(job.id)).toMatchObject({ status: 'QUEUED', runAt: at(5_000), attempts: 0 });
+    expect(await sk(1_000).getJob(job.id)).toMatchObject({ status: 'WAITING', runAt: at(5_000), attempts: 0 });
 
     expect(await sk(5_000).tick({ untilIdle: true })).toMatchObject({ claimed: 1, done: 1 });
     expect(await sk(5_000).getJob(job.id)).toMatchObject({ status: 'DONE', result: 'rested', attempts: 1 });

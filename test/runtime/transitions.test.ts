@@ -68,11 +68,15 @@ test('every status change the statements make is an arrow of TRANSITIONS, and ev
     // WAITING → CANCELLED: its child's task is paused, so it waits until a person cancels it.
     defineTask({ name: 'stuck-parent', payload: z.object({}), handler: async (_p, ctx) => ctx.invoke('child', 'paused', {}) }),
     defineTask({ name: 'paused', payload: z.object({}), handler: () => null }),
+    // RUNNING → WAITING (asleep), then WAITING → RUNNING when the claim finds its wake time come.
+    defineTask({ name: 'napper', payload: z.object({}), handler: async (_p, ctx) => void (await ctx.sleep('nap', 500)) }),
   ];
   const skiplock = createSkiplock({ sql: db.sql, tasks: [...tasks, ...steps], log: () => {} });
 
   await skiplock.pauseTask('paused');
-  await skiplock.enqueueBatch([{ task: 'ok' }, { task: 'once' }, { task: 'poison' }, { task: 'parent' }, { task: 'stuck-parent' }]);
+  await skiplock.enqueueBatch([{ task: 'ok' }, { task: 'once' }, { task: 'poison' }, { task: 'parent' }, { task: 'stuck-parent' }, { task: 'napper' }]);
+  await skiplock.tick({ untilIdle: true });
+  await new Promise((resolve) => setTimeout(resolve, 600));
   await skiplock.tick({ untilIdle: true });
   const stuck = (await skiplock.listJobs({ status: 'WAITING' })).jobs[0]!;
   await skiplock.cancelJob(stuck.id); // WAITING → CANCELLED (and its QUEUED child)

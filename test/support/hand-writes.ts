@@ -28,6 +28,8 @@ const DEFAULTS: Record<string, string> = {
 };
 
 const list = (cols: readonly string[], prefix = '') => cols.map((c) => prefix + c).join(', ');
+/** The record's values of NEW: a WAITING job's queue row may have no run_at; the record's is a placeholder then. */
+const recordValues = (cols: readonly string[]) => cols.map((c) => (c === 'run_at' ? 'coalesce(NEW.run_at, now())' : `NEW.${c}`)).join(', ');
 const live = `NEW.status IN ('QUEUED', 'RUNNING', 'WAITING')`;
 /** The record's failed_status (migration 021) of the row written. */
 const FAILED = `CASE WHEN NEW.status IN ('DEAD', 'CANCELLED') THEN NEW.status END`;
@@ -43,11 +45,11 @@ BEGIN
     RETURN OLD;
   END IF;
   IF TG_OP = 'INSERT' THEN
-    INSERT INTO skiplock.job_record (${list(JOB)}, failed_status) OVERRIDING SYSTEM VALUE VALUES (${list(JOB, 'NEW.')}, ${FAILED});
+    INSERT INTO skiplock.job_record (${list(JOB)}, failed_status) OVERRIDING SYSTEM VALUE VALUES (${recordValues(JOB)}, ${FAILED});
   ELSE
     -- A live job's queue row goes first: a record that ends then passes its CHECKs alone.
     IF NOT (${live}) THEN DELETE FROM skiplock.queue WHERE id = OLD.id; END IF;
-    UPDATE skiplock.job_record SET (${list(JOB.slice(1))}, failed_status) = (${list(JOB.slice(1), 'NEW.')}, ${FAILED}) WHERE id = OLD.id;
+    UPDATE skiplock.job_record SET (${list(JOB.slice(1))}, failed_status) = (${recordValues(JOB.slice(1))}, ${FAILED}) WHERE id = OLD.id;
   END IF;
   IF ${live} THEN
     INSERT INTO skiplock.queue (${list(QUEUE)}) VALUES (${list(QUEUE, 'NEW.')})

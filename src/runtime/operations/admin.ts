@@ -152,7 +152,7 @@ async function reschedule(ctx: AdminContext, id: string, raw: RescheduleInput): 
       ...keys,
       priority: input.priority ?? null,
     }),
-    'rescheduled (only QUEUED jobs can)',
+    'rescheduled (only QUEUED jobs can, and WAITING ones with a wake time: a sleep, a timed wait)',
     input.payload === undefined ? {} : { refused: (job) => (job.stepCount > 0 ? stepsConflict(id, job.stepCount) : undefined) },
   );
 }

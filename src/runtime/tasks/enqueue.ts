@@ -6,7 +6,7 @@ import type { Clock } from '../../store/clock.ts';
 import type { NewJobRow } from '../../store/job-row.ts';
 import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob } from '../../store/enqueue.ts';
 import { mapJob, toBool } from '../../store/rows.ts';
-import type { Sql, Statement } from '../../store/sql.ts';
+import type { Row, Sql, Statement } from '../../store/sql.ts';
 import { cancelOnEntries } from '../events/cancel-on.ts';
 import { flowKeys } from '../flow/keys.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
@@ -167,6 +167,20 @@ export function prepareEnqueue(
 }
 
 /**
+ * A debounced enqueue's answer. Its statement found the queued job by the queue's debounce index,
+ * but reads that job's record with its own snapshot: a record a concurrent enqueue committed after
+ * the snapshot was taken is invisible to it, so the statement answers no row (and a `keep: 'last'`
+ * payload was not written). The same statement again, with a new snapshot, sees that record; it
+ * changes the queued job as the first did (the same due time, the same keys) and writes the
+ * payload. (If the job was claimed in between, it makes a new one, as any later enqueue would.)
+ */
+async function debouncedAnswer(sql: Sql, statement: Statement, returned: Row[]): Promise<EnqueueResult> {
+  for (let attempt = 0; returned.length === 0 && attempt < 5; attempt++) returned = await sql.query(statement);
+  if (returned.length === 0) throw new Error('a debounced enqueue found its queued job but never its record');
+  return { job: mapJob(returned[0]!), created: toBool(returned[0]!.inserted) };
+}
+
+/**
  * Validates every input, then inserts them all in one statement (all or nothing).
  * Nothing is written unless every job is valid.
  */
@@ -182,7 +196,7 @@ export async function enqueueJobs(
   const { statement, rows } = prepared;
 
   const returned = await sql.query(statement);
-  if (prepared.debounced) return [{ job: mapJob(returned[0]!), created: toBool(returned[0]!.inserted) }];
+  if (prepared.debounced) return [await debouncedAnswer(sql, statement, returned)];
   // A key committed by a concurrent enqueue after the statement's snapshot is in neither half of
   // its answer (see insertJobs): read those again, now that they are committed.
   const answered = new Set(returned.map((row) => row.idempotency_key));
