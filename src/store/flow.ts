@@ -85,13 +85,13 @@ export function jobFlowWait(p: { now: Clock; id: string; limits: readonly FlowLi
             (SELECT s.started_at + l.period_ms ${MS} FROM skiplock.flow_start s WHERE s.task = j.task AND s.rate_key = j.rate_key
               ORDER BY s.started_at DESC OFFSET greatest(l.rate, 1) - 1 LIMIT 1) AS opens_at
        FROM skiplock.queue j JOIN l ON l.task = j.task
-      WHERE j.id = $3::bigint AND j.status = 'QUEUED' AND j.flow_key IS NOT NULL`,
+      WHERE j.id = $3::bigint AND j.status <> 'RUNNING' AND j.flow_key IS NOT NULL`,
     [clock(p.now), JSON.stringify(p.limits), p.id],
   );
 }
 
 /**
- * QUEUED jobs of limited tasks without flow keys: enqueued before their task had a limit, or by a
+ * Jobs of limited tasks not running (QUEUED, or WAITING: a sleep) without flow keys: enqueued before their task had a limit, or by a
  * deployment without it. The claim of limited tasks never sees them (they would wait forever), so
  * the tick gives them their keys (setFlowKeys). Walks the QUEUED entries of the claim index
  * (task is one of its columns); run at most once a minute per process.
@@ -99,13 +99,13 @@ export function jobFlowWait(p: { now: Clock; id: string; limits: readonly FlowLi
 export function unkeyedLimitedJobs(p: { tasks: readonly string[]; limit: number }): Statement {
   return statement(
     `SELECT q.id::text AS id, q.task, r.payload FROM skiplock.queue q JOIN skiplock.job_record r ON r.id = q.id
-      WHERE q.status = 'QUEUED' AND q.flow_key IS NULL AND q.task = ANY($1::text[]) LIMIT $2`,
+      WHERE q.status <> 'RUNNING' AND q.flow_key IS NULL AND q.task = ANY($1::text[]) LIMIT $2`,
     [p.tasks, p.limit],
   );
 }
 
 /**
- * Writes the keys unkeyedLimitedJobs' caller computed, to jobs still QUEUED without keys: their
+ * Writes the keys unkeyedLimitedJobs' caller computed, to jobs still not running and without keys: their
  * queue rows (what the claim reads; the UPDATE's WHERE is re-checked on the locked row, so a job
  * claimed meanwhile is left alone) and their records (what a revival starts from).
  */
@@ -114,7 +114,7 @@ export function setFlowKeys(p: { jobs: readonly { id: string; flow_key: string; 
     `WITH k AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS k(id bigint, flow_key text, rate_key text)),
      keyed AS (
        UPDATE skiplock.queue j SET flow_key = k.flow_key, rate_key = k.rate_key
-         FROM k WHERE j.id = ANY (ARRAY(SELECT id FROM k)) AND j.id = k.id AND j.status = 'QUEUED' AND j.flow_key IS NULL
+         FROM k WHERE j.id = ANY (ARRAY(SELECT id FROM k)) AND j.id = k.id AND j.status <> 'RUNNING' AND j.flow_key IS NULL
        RETURNING j.id, j.flow_key, j.rate_key
      ),
      recorded AS (
