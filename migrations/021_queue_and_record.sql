@@ -122,13 +122,15 @@ CREATE INDEX job_finished_brin ON skiplock.job_record USING brin (finished_at);
 -- Room on each page for the end's new version of the rows inserted there.
 ALTER TABLE skiplock.job_record SET (fillfactor = 80);
 
+-- (A WAITING job without a wake instant reads the record's run_at, its last due time: a job's runAt
+-- is never null.)
 CREATE VIEW skiplock.job AS
 SELECT r.id,
        r.task,
        r.payload,
        CASE WHEN q.id IS NULL THEN r.status ELSE q.status END AS status,
        CASE WHEN q.id IS NULL THEN r.priority ELSE q.priority END AS priority,
-       CASE WHEN q.id IS NULL THEN r.run_at ELSE q.run_at END AS run_at,
+       CASE WHEN q.id IS NULL THEN r.run_at ELSE coalesce(q.run_at, r.run_at) END AS run_at,
        CASE WHEN q.id IS NULL THEN r.attempts ELSE q.attempts END AS attempts,
        r.max_attempts,
        r.timeout_ms,

@@ -47,7 +47,7 @@ test('replay: exit 0 for the deployed code, 1 with the reason for a step inserte
   expect(next.code, next.stderr).toBe(1);
   expect(next.json.failures).toEqual([{ id: jobId, task: 'wf', reason: expect.stringMatching(/step 1 was "wait" \(sleep\) in an earlier run, and is "fraud-check" \(step\) now/) }]);
   const [row] = await db.sql.query(statement(`SELECT status, step_count FROM skiplock.job WHERE id = $1`, [jobId]));
-  expect(row).toMatchObject({ status: 'QUEUED', step_count: 1 + 1 });
+  expect(row).toMatchObject({ status: 'WAITING', step_count: 1 + 1 });
 });
 
 test('jobs cancel / retry by filter, restart from a step', async () => {

@@ -3,6 +3,7 @@
  * repository's CLI (src/app/cli.ts: the package's CLI with the example tasks); the package's own
  * (src/cli.ts, the `skiplock` bin) registers no tasks by itself.
  */
+import { seeded } from './support/seed.ts';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { statement } from '../src/store/sql.ts';
@@ -111,7 +112,7 @@ test('tasks, pause, resume; reschedule; a debounced enqueue', async () => {
 
 test('jobs --status waiting lists WAITING parents (durable steps); the help names every status', async () => {
   const [row] = await db.sql.query(statement(
-    `INSERT INTO skiplock.job (task, payload, status, attempts, pending_children) VALUES ('echo', '{"message":"parent"}', 'WAITING', 1, 2) RETURNING id::text AS id`,
+    `${seeded(`INSERT INTO skiplock.job_record (task, payload, status, attempts, pending_children) VALUES ('echo', '{"message":"parent"}', 'WAITING', 1, 2)`, 'id::text AS id')}`,
   ));
   for (const status of ['waiting', 'WAITING']) {
     const waiting = await cli(['jobs', '--status', status]);

@@ -171,15 +171,10 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
 }
 
 /**
- * completeAndClaim's write of any batch: $3 is the results as JSON (ResultRow), and each column's
- * new value is a CASE over the outcome; with `fanIn`, a child's end also reaches its parent.
+ * completeAndClaim's general write, first part: the fenced jobs, locked, and what each becomes
+ * (`outcome`), from the results `results` holds.
  */
-const GENERAL_WRITE = (fanIn: boolean) => `results AS MATERIALIZED (
-       SELECT * FROM jsonb_to_recordset($3::jsonb)
-         AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb, locked_by text,
-              progress jsonb, trace text, run_at timestamptz, event_wait boolean)
-     ),
-     -- The fenced jobs, locked (their latest version: a cancel or a wake committed since this
+const outcomeCte = () => `-- The fenced jobs, locked (their latest version: a cancel or a wake committed since this
      -- statement began is seen), with what each becomes. Then the ones still live are updated in
      -- the queue, and the ones that ended leave it for their record: two statements' worth of
      -- writes decided once, on the locked rows.
@@ -219,7 +214,18 @@ const GENERAL_WRITE = (fanIn: boolean) => `results AS MATERIALIZED (
        WHERE j.id = ANY (ARRAY(SELECT id FROM results))
          AND j.status = 'RUNNING' AND j.locked_by = coalesce(r.locked_by, $2) AND j.attempts = r.attempt
        FOR UPDATE OF j
+     )`;
+
+/**
+ * completeAndClaim's write of any batch: $3 is the results as JSON (ResultRow), and each column's
+ * new value is a CASE over the outcome; with `fanIn`, a child's end also reaches its parent.
+ */
+const GENERAL_WRITE = (fanIn: boolean) => `results AS MATERIALIZED (
+       SELECT * FROM jsonb_to_recordset($3::jsonb)
+         AS r(id bigint, attempt int, status text, result jsonb, error text, delay_ms bigint, release boolean, state jsonb, locked_by text,
+              progress jsonb, trace text, run_at timestamptz, event_wait boolean)
      ),
+     ${outcomeCte()},
      kept AS (
        UPDATE skiplock.queue j SET
          status = o.status, attempts = o.attempts, last_error = o.last_error, run_at = o.run_at, progress = o.progress, history = o.history,

@@ -90,7 +90,7 @@ export const recordJobColumns = (record: string) => JOB_ROW.map((c) => `${record
  * job's queue row: what a statement that just wrote both answers, without reading the view.
  */
 export const liveJobColumns = (record: string, queue: string) =>
-  JOB_ROW.map((c) => (LIVE.has(c) ? `${queue}.${c}` : `${record}.${c}`)).join(', ');
+  JOB_ROW.map((c) => (c === 'run_at' ? `coalesce(${queue}.run_at, ${record}.run_at) AS run_at` : LIVE.has(c) ? `${queue}.${c}` : `${record}.${c}`)).join(', ');
 
 /** The queue's columns (migration 021). */
 const QUEUE_COLUMNS = [

@@ -4,6 +4,7 @@
  * restarted) and from inside each worker (failing driver, crashes at chosen points, skewed clocks).
  * Then it checks, as figures, that nothing was lost, stuck, applied twice or overwritten.
  */
+import { seeded } from '../support/seed.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -109,7 +110,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     await admin.query(statement(`CREATE TABLE chaos_step_execution (key text NOT NULL)`));
     if ((o.stepJobs ?? 0) > 0) {
       await admin.query(statement(
-        `INSERT INTO skiplock.job (task, payload, max_attempts, timeout_ms) SELECT 'chaos-steps', jsonb_build_object('n', g), 1000, 2000 FROM generate_series(1, $1::int) g`,
+        seeded(`INSERT INTO skiplock.job_record (task, payload, max_attempts, timeout_ms) SELECT 'chaos-steps', jsonb_build_object('n', g), 1000, 2000 FROM generate_series(1, $1::int) g`),
         [o.stepJobs],
       ));
     }
@@ -130,8 +131,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (let i = 0; i < o.jobs; i += 1000) {
       const n = Math.min(1000, o.jobs - i);
       await admin.query(statement(
-        `INSERT INTO skiplock.job (task, payload, max_attempts, timeout_ms)
-         SELECT 'chaos', jsonb_build_object('n', g), 1000, 2000 FROM generate_series($1::int, $2::int) g`,
+        seeded(`INSERT INTO skiplock.job_record (task, payload, max_attempts, timeout_ms)
+         SELECT 'chaos', jsonb_build_object('n', g), 1000, 2000 FROM generate_series($1::int, $2::int) g`),
         [i, i + n - 1],
       ));
     }

@@ -112,7 +112,7 @@ describe('item 7: an older schema, then migrated', () => {
     const app = appOn(db.sql);
     expect((await app.request('/v1/jobs', echo)).status).toBe(201);
     await db.sql.query(statement('DROP TABLE skiplock.migration'));
-    await db.sql.query(statement('ALTER TABLE skiplock.job RENAME TO job_gone'));
+    await db.sql.query(statement('ALTER TABLE skiplock.job_record RENAME TO job_gone'));
     const response = await app.request('/v1/jobs', echo);
     expect(response.status).toBe(503);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('not_migrated');

@@ -190,7 +190,7 @@ describe('restartJob', () => {
     const job = await s.enqueue({ task: 'order', payload: {} });
     await s.tick({ untilIdle: true });
     // Asleep (QUEUED): live, so a conflict, before its step is even looked for.
-    await expect(s.restartJob(job.id, { fromStep: 'fraud-check' })).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/is QUEUED: only a DEAD or CANCELLED job can be restarted/) });
+    await expect(s.restartJob(job.id, { fromStep: 'fraud-check' })).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/is WAITING: only a DEAD or CANCELLED job can be restarted/) });
     await s.cancelJob(job.id);
     await expect(s.restartJob('999999', { fromStep: 'wait' })).rejects.toMatchObject({ code: 'not_found' });
     await expect(s.restartJob('nope', { fromStep: 'wait' })).rejects.toMatchObject({ code: 'not_found' });

@@ -93,12 +93,12 @@ describe('the first alternative wins', () => {
     expect(await s.getJob(job.id)).toMatchObject({ status: 'DONE', result: { event: 'b.done', key: 'whatever', data: 7, eventId: sent.id } });
   });
 
-  test('the timeout first: QUEUED until it, then null; an event at or after it is not taken', async () => {
+  test('the timeout first: WAITING until it, then null; an event at or after it is not taken', async () => {
     clock = 0;
     const s = make();
     const job = await s.enqueue({ task: 'decision', payload: { key: 'slow', timeoutMs: 300 } });
     await s.tick({ untilIdle: true });
-    expect(await s.getJob(job.id)).toMatchObject({ status: 'QUEUED', runAt: at(300) });
+    expect(await s.getJob(job.id)).toMatchObject({ status: 'WAITING', runAt: at(300) });
     clock = 300;
     expect((await s.sendEvent({ name: 'order.approved', key: 'slow' })).woken).toBe(0);
     await s.tick({ untilIdle: true });

@@ -1,6 +1,6 @@
 /**
  * The bundled durable workflow (src/tasks/examples.ts, `signup-workflow`) end to end on a real
- * skiplock, time injected: create the account, sleep (no invocation held: the job is QUEUED until
+ * skiplock, time injected: create the account, sleep (no invocation held: the job is WAITING until
  * it wakes), send the e-mail, fan out to three `notify` children, join. The issue's "Done when".
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -21,10 +21,10 @@ test('signup-workflow: every step once, the sleep in the queue, three children f
   const skiplock = createSkiplock({ sql: db.sql, tasks: exampleTasks, log: () => {}, now: () => new Date(t) });
   const job = await skiplock.enqueue({ task: 'signup-workflow', payload: { email: 'ada@example.com', waitMs: 2000 } });
 
-  // First tick: the account, then the sleep: the job leaves the invocation, QUEUED until it wakes.
+  // First tick: the account, then the sleep: the job leaves the invocation, WAITING until it wakes.
   await skiplock.tick(TICK);
   const sleeping = (await skiplock.getJobDetail(job.id))!;
-  expect(sleeping).toMatchObject({ status: 'QUEUED', stepCount: 2, pendingChildren: 0 });
+  expect(sleeping).toMatchObject({ status: 'WAITING', stepCount: 2, pendingChildren: 0 });
   expect(sleeping.steps.map((s) => [s.id, s.kind, s.status])).toEqual([
     ['create-account', 'step', 'done'],
     ['wait-a-day', 'sleep', 'sleeping'],

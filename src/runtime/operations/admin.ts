@@ -130,8 +130,9 @@ async function reschedule(ctx: AdminContext, id: string, raw: RescheduleInput): 
     const [row] = await ctx.sql.query(getJob({ id }));
     if (!row) throw notFound(id);
     const job = mapJob(row);
-    if (job.status !== 'QUEUED') throw new SkiplockError('conflict', `job ${id} is ${job.status}: only QUEUED jobs can be rescheduled`);
+    // Steps first: a WAITING job asleep has them, and that is why its payload cannot change.
     if (job.stepCount > 0) throw stepsConflict(id, job.stepCount);
+    if (job.status !== 'QUEUED') throw new SkiplockError('conflict', `job ${id} is ${job.status}: only QUEUED jobs can be rescheduled`);
     const task = ctx.registry.get(job.task);
     if (!task) throw new SkiplockError('unknown_task', `task ${JSON.stringify(job.task)} is not registered here: its payload cannot be checked`);
     const checked = checkTaskPayload(task, input.payload, ['payload']);
