@@ -4,6 +4,7 @@
  * the proxy; SIGINT stops everything it started (the postgres process is gone); a second run
  * reuses the data in .skiplock/.
  */
+import { seeded } from '../support/seed.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
@@ -259,7 +260,7 @@ test('--cron: drives the Worker started after it, so a sleeping workflow wakes; 
     // Written behind the Worker's back, before it runs: only the scheduled entry can find it.
     const sql = createPgDriver(vars.DATABASE_URL!, { max: 1 });
     const [job] = await sql.query<{ id: string }>(
-      statement(`INSERT INTO skiplock.job (task, payload, timeout_ms) VALUES ('signup-workflow', '{"email":"a@example.com","waitMs":1500}', 3000) RETURNING id::text AS id`),
+      statement(seeded(`INSERT INTO skiplock.job_record (task, payload, timeout_ms) VALUES ('signup-workflow', '{"email":"a@example.com","waitMs":1500}', 3000)`, 'id::text AS id')),
     );
     worker = await startWranglerDev({ port, persistTo: join(home, 'wrangler'), stdio: 'ignore', vars: { ...vars, API_TOKEN: 'dev-token-0123456789' } });
     const status = async () => String((await sql.query<{ status: string }>(statement(`SELECT status FROM skiplock.job WHERE id = $1`, [job!.id])))[0]!.status);

@@ -432,7 +432,7 @@ async function finishedJob<J extends { status: string }>(get: () => Promise<J | 
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const job = await get();
-    if ((job && job.status !== 'QUEUED' && job.status !== 'RUNNING') || Date.now() > deadline) return job;
+    if ((job && !['QUEUED', 'RUNNING', 'WAITING'].includes(job.status)) || Date.now() > deadline) return job;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }

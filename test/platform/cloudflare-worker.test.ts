@@ -129,11 +129,11 @@ describe('the Worker in workerd', () => {
     const response = await api('/v1/jobs', { method: 'POST', body: JSON.stringify({ task: 'await-payment', payload: { orderId: 'o-workerd' } }) });
     expect(response.status).toBe(201);
     const { job: created } = (await response.json()) as { job: { id: string } };
-    // Its wait has a timeout (a day): QUEUED until then, like a sleep, its step waiting.
+    // Its wait has a timeout (a day): WAITING until then, like a sleep, its step waiting.
     const step = () => db.sql.query(statement(`SELECT status FROM skiplock.job_step WHERE job_id = $1 AND id = 'paid'`, [created.id]));
     for (const deadline = Date.now() + 5_000; (await step()).length === 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await step()).toEqual([{ status: 'waiting' }]);
-    expect(await waitForStatus(created.id, 'QUEUED', 5_000)).toMatchObject({ status: 'QUEUED', attempts: 0 });
+    expect(await waitForStatus(created.id, 'WAITING', 5_000)).toMatchObject({ status: 'WAITING', attempts: 0 });
     const sent = await api('/v1/events', { method: 'POST', body: JSON.stringify({ name: 'order.paid', key: 'o-workerd', data: { amount: 9 } }) });
     expect(sent.status).toBe(201);
     const { id, woken } = (await sent.json()) as { id: string; woken: number };
