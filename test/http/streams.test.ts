@@ -191,3 +191,27 @@ describe('bad input: 400 or 404, with nothing streamed', () => {
     expect((await t.call('GET', `/v1/jobs/${id}/stream`, { headers: { 'last-event-id': 'seven' } })).status).toBe(400);
   });
 });
+
+describe('/metrics', () => {
+  const metric = async (name: string) => {
+    const text = await (await t.call('GET', '/metrics')).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    expect(text, name).toContain(`# TYPE ${name} ${name.endsWith('_total') ? 'counter' : 'gauge'}`);
+    return Number(line?.split(' ')[1]);
+  };
+
+  test('skiplock_stream_chunks_written_total counts the chunks this process’s runs stored; skiplock_stream_readers the open SSE readers', async () => {
+    const written = await metric('skiplock_stream_chunks_written_total');
+    await finished(7);
+    expect((await metric('skiplock_stream_chunks_written_total')) - written).toBe(7);
+    const job = await t.skiplock.enqueue({ task: 'talk', payload: { before: 1 }, delayMs: 3_600_000 } as never);
+    expect(await metric('skiplock_stream_readers')).toBe(0);
+    const a = await t.call('GET', `/v1/jobs/${job.id}/stream`);
+    const b = await t.call('GET', `/v1/jobs/${job.id}/stream`);
+    expect(await metric('skiplock_stream_readers')).toBe(2);
+    await a.body!.cancel(); // the browser went away
+    await b.body!.cancel();
+    await sleep(50);
+    expect(await metric('skiplock_stream_readers')).toBe(0);
+  });
+});

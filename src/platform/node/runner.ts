@@ -53,6 +53,8 @@ export interface NodeRunnerOptions {
    * `(request) => request.headers.get('x-real-ip') ?? undefined`.
    */
   clientAddress?: (request: Request) => string | undefined;
+  /** How long one SSE connection of GET /v1/jobs/{id}/stream is held (AppOptions.streamConnectionMs). Default 25 000. */
+  streamConnectionMs?: number;
   /** Where the start-up line goes (where it listens, its tasks and schedules). Default: console.log. */
   log?: (line: string) => void;
 }
@@ -82,6 +84,7 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
     metricsToken: options.metricsToken,
     platform: 'node',
     ...(options.clientAddress ? { clientAddress: options.clientAddress } : {}),
+    ...(options.streamConnectionMs !== undefined ? { streamConnectionMs: options.streamConnectionMs } : {}),
     tick: { ...options.tick, budgetMs: options.requestTickBudgetMs ?? 30_000, ...stopping },
     // No runInBackground: an enqueue wakes the loop below through the wake driver.
   });
