@@ -11,12 +11,16 @@ export interface SseEvent {
   id: string | undefined;
 }
 
-export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+/** The events of `body`; it ends when the body does, or at once when `signal` aborts (the body cancelled). */
+export async function* parseSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseEvent> {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  const stop = () => void reader.cancel().catch(() => {});
+  signal?.addEventListener('abort', stop, { once: true });
   let buffer = '';
   let event = { type: '', data: [] as string[], id: undefined as string | undefined };
   try {
     for (;;) {
+      if (signal?.aborted) return;
       const { done, value } = await reader.read();
       if (done) return;
       buffer += value;
@@ -41,6 +45,7 @@ export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerato
       }
     }
   } finally {
+    signal?.removeEventListener('abort', stop);
     await reader.cancel().catch(() => {}); // the connection, when the caller stops early
   }
 }
