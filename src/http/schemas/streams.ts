@@ -1,8 +1,8 @@
 /** GET /v1/jobs/{id}/stream: its path, query and header (docs/streams.md, "Reading over HTTP"). */
-import './shared.ts';
 import * as z from 'zod';
 import { isJobId } from '../../core/job-id.ts';
 import { STREAM_NAME } from '../../runtime/streams/index.ts';
+import { storableText } from './shared.ts';
 
 /** A seq as a URL or a header carries it: digits, 0 to 2^31 − 1. */
 const seqText = (what: string) =>
@@ -28,8 +28,7 @@ export const StreamQuery = z.object({
   after: seqText('after')
     .optional()
     .openapi({ type: 'string', pattern: '^[0-9]{1,10}$', description: 'Only the chunks after this seq. Default 0 (from the first). The Last-Event-ID header, when sent, takes its place.' }),
-  token: z
-    .string()
+  token: storableText
     .max(200)
     .optional()
     .openapi({ description: "A read token from skiplock.streamToken(jobId), instead of the bearer token (for a browser's EventSource): accepted on this route only, for its job only, until it expires." }),
