@@ -103,6 +103,18 @@ describe('events', () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(350);
   });
 
+  test('a client that stops reading does not hold its connection past the connection life', async () => {
+    const id = await finished(300);
+    const app = createApp({ skiplock: t.skiplock, apiToken: API_TOKEN, streamConnectionMs: 200 });
+    const auth = { headers: { authorization: `Bearer ${API_TOKEN}` } };
+    const readers = async () => Number(/^skiplock_stream_readers (\d+)$/m.exec(await (await app.request('/metrics', auth)).text())?.[1]);
+    const res = await app.request(`/v1/jobs/${id}/stream`, auth); // never read: the route's writes wait
+    expect(res.status).toBe(200);
+    expect(await readers()).toBe(1);
+    await sleep(1500);
+    expect(await readers()).toBe(0);
+  });
+
   test('a silent stream gets a comment line every heartbeat', async () => {
     const job = await t.skiplock.enqueue({ task: 'talk', payload: { before: 1 }, delayMs: 3_600_000 } as never);
     const app = createApp({ skiplock: t.skiplock, apiToken: API_TOKEN, streamConnectionMs: 700, streamHeartbeatMs: 200 });
@@ -128,14 +140,20 @@ describe('auth', () => {
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(seqs((await allEvents(res)).filter((e) => e.event === 'message'))).toEqual([1, 2, 3]);
     // Every stream of the job (the name is not in the token).
-    expect((await t.call('GET', `/v1/jobs/${id}/stream?name=other&token=${token}`, { token: null })).status).toBe(200);
+    const other = await t.call('GET', `/v1/jobs/${id}/stream?name=other&token=${token}`, { token: null });
+    expect(other.status).toBe(200);
+    expect((await allEvents(other)).map((e) => e.event)).toEqual(['end']);
   });
 
   test('it is refused on another job’s stream, on any other route, after it expires, and when forged', async () => {
     const id = await finished(1);
     const other = await finished(1);
     const token = await t.skiplock.streamToken(id, { ttlMs: 1000 });
-    const status = async (path: string, method = 'GET') => (await t.call(method, path, { token: null })).status;
+    const status = async (path: string, method = 'GET') => {
+      const res = await t.call(method, path, { token: null });
+      await res.body?.cancel(); // a reader that goes away
+      return res.status;
+    };
     expect(await status(`/v1/jobs/${other}/stream?token=${token}`)).toBe(401);
     expect(await status(`/v1/jobs/${id}?token=${token}`)).toBe(401);
     expect(await status(`/v1/jobs?token=${token}`)).toBe(401);

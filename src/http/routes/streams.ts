@@ -89,6 +89,8 @@ export function registerStreamRoutes(app: App, deps: RouteDeps): void {
 /** The events of one connection: the chunks as they come, `end` when the stream is over, until the connection's life is up. */
 async function sendEvents(stream: SSEStreamingApi, reader: StreamReader, first: ReadStreamResult, o: { deadline: number; heartbeatMs: number }): Promise<void> {
   stream.onAbort(() => reader.close());
+  // A client that stops reading holds a write: the connection ends at its deadline all the same.
+  const cut = setTimeout(() => stream.abort(), Math.max(0, o.deadline - performance.now()) + 1000);
   try {
     await stream.write(`retry: ${STREAM_ROUTE_DEFAULTS.retryMs}\n\n`);
     let page = first;
@@ -109,6 +111,7 @@ async function sendEvents(stream: SSEStreamingApi, reader: StreamReader, first: 
       page = await reader.next(Math.max(1, Math.min(o.deadline - now, o.heartbeatMs - (now - lastWrite))));
     }
   } finally {
+    clearTimeout(cut);
     reader.close();
   }
 }
