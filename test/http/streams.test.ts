@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { createApp } from '../../src/http/app.ts';
+import type { Sql } from '../../src/store/sql.ts';
 import { API_TOKEN, createTestApp, type TestApp } from './helpers.ts';
 import { allEvents, chunkAt, events, gate, sleep, talk } from './streams-support.ts';
 
@@ -113,6 +114,27 @@ describe('events', () => {
     expect(await readers()).toBe(1);
     await sleep(1500);
     expect(await readers()).toBe(0);
+  });
+
+  test('a read that fails mid-stream ends the connection (EventSource resumes) and tells the reader nothing of the error', async () => {
+    const job = await t.skiplock.enqueue({ task: 'talk', payload: { before: 1 }, delayMs: 3_600_000 } as never);
+    let failing = false;
+    const sql = { ...t.db.sql, query: ((s) => (failing && s.text.includes('LEFT JOIN LATERAL') ? Promise.reject(new Error('relation "secret_table" does not exist')) : t.db.sql.query(s))) as Sql['query'] };
+    const { createSkiplock } = await import('../../src/index.ts');
+    const app = createApp({ skiplock: createSkiplock({ sql, tasks: [talk], log: () => {} }), apiToken: API_TOKEN });
+    const errors: unknown[] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => void errors.push(args);
+    try {
+      const res = await app.request(`/v1/jobs/${job.id}/stream`, { headers: { authorization: `Bearer ${API_TOKEN}` } });
+      expect(res.status).toBe(200);
+      failing = true;
+      const text = await res.text(); // the connection ends at the next poll's failure
+      expect(text).not.toMatch(/secret_table|event: error|event: end/);
+      expect(errors).toHaveLength(1);
+    } finally {
+      console.error = original;
+    }
   });
 
   test('a silent stream gets a comment line every heartbeat', async () => {

@@ -80,9 +80,7 @@ export function registerStreamRoutes(app: App, deps: RouteDeps): void {
       throw error;
     }
     const deadline = deps.arrivedAt(c) + deps.streamConnectionMs;
-    return streamSSE(c, (stream) => sendEvents(stream, reader, first, { deadline, heartbeatMs: deps.streamHeartbeatMs }), async (error) => {
-      console.error('[skiplock] stream read failed', error);
-    }) as never;
+    return streamSSE(c, (stream) => sendEvents(stream, reader, first, { deadline, heartbeatMs: deps.streamHeartbeatMs })) as never;
   });
 }
 
@@ -110,6 +108,10 @@ async function sendEvents(stream: SSEStreamingApi, reader: StreamReader, first: 
       }
       page = await reader.next(Math.max(1, Math.min(o.deadline - now, o.heartbeatMs - (now - lastWrite))));
     }
+  } catch (error) {
+    // A failed read (the database, the job deleted): the connection ends without `end`, telling the
+    // reader nothing of it; EventSource resumes, and a job gone is then a 404.
+    console.error('[skiplock] a stream read failed; the connection ends', error);
   } finally {
     clearTimeout(cut);
     reader.close();
