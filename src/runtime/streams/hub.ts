@@ -4,7 +4,7 @@
  * seen — instead of a statement per reader per poll. The poll backs off while the stream is
  * silent (STREAM_POLL.minDelayMs doubling to maxDelayMs), goes back to fast when chunks arrive,
  * and stops when the stream is over or no reader is left. The chunks of the last polls stay in
- * memory (at most STREAM_POLL.windowChunks), so a reader that arrives or resumes within them
+ * memory (at most STREAM_POLL.windowChunks, and about windowBytes of JSON), so a reader that arrives or resumes within them
  * costs no statement; a reader further behind reads its own pages until it reaches them.
  *
  * No timer belongs to the hub: each reader waits with its own timer and the first one due runs
@@ -22,6 +22,8 @@ export const STREAM_POLL = {
   maxDelayMs: 2000,
   /** Chunks kept in memory per stream, for readers that arrive or resume within them. */
   windowChunks: 1000,
+  /** …and about this many bytes of JSON (at least the newest chunk): 1 MiB. */
+  windowBytes: 1024 * 1024,
   /** A poll under way this long is taken as lost (its request ended): the next reader due starts another. */
   staleMs: 15_000,
 } as const;
@@ -61,6 +63,9 @@ interface Entry {
   start: number;
   tail: number;
   window: StreamChunk[];
+  /** The JSON size of each chunk in `window`, and their sum. */
+  sizes: number[];
+  bytes: number;
   done: boolean;
   error: unknown;
   delayMs: number;
@@ -111,7 +116,7 @@ function openReader(hub: HubState, jobId: string, name: string, after: number): 
   let e = hub.entries.get(key);
   if (!e) {
     e = {
-      jobId, name, readers: 0, known: false, start: after, tail: after, window: [], done: false, error: undefined,
+      jobId, name, readers: 0, known: false, start: after, tail: after, window: [], sizes: [], bytes: 0, done: false, error: undefined,
       delayMs: hub.minDelayMs, lastPollAt: 0, inflight: undefined, changed: signal(),
     };
     hub.entries.set(key, e);
@@ -202,10 +207,18 @@ async function poll(hub: HubState, entry: Entry, owner: object): Promise<void> {
 /** A poll's page onto the entry: its chunks appended (the window trimmed to its size), its end noted. */
 function append(entry: Entry, page: ReadStreamResult, windowChunks: number): void {
   const fresh = page.chunks.filter((c) => c.seq > entry.tail);
-  entry.window.push(...fresh);
-  if (fresh.length > 0) entry.tail = fresh.at(-1)!.seq;
-  if (entry.window.length > windowChunks) {
-    entry.window.splice(0, entry.window.length - windowChunks);
+  for (const chunk of fresh) {
+    const size = JSON.stringify(chunk.data)?.length ?? 4;
+    entry.window.push(chunk);
+    entry.sizes.push(size);
+    entry.bytes += size;
+    entry.tail = chunk.seq;
+  }
+  let drop = 0;
+  while (entry.window.length - drop > 1 && (entry.window.length - drop > windowChunks || entry.bytes > STREAM_POLL.windowBytes)) entry.bytes -= entry.sizes[drop++]!;
+  if (drop > 0) {
+    entry.window.splice(0, drop);
+    entry.sizes.splice(0, drop);
     entry.start = entry.window[0]!.seq - 1;
   }
   entry.known = true;
