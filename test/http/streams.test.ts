@@ -197,6 +197,17 @@ describe('auth', () => {
     expect(((await expired.json()) as any).error.message).toMatch(/expired/);
   });
 
+  test('under a mount prefix, the token works the same (and only on the stream)', async () => {
+    const { mount } = await import('../../src/http/mount.ts');
+    const mounted = mount(createApp({ skiplock: t.skiplock, apiToken: API_TOKEN }), '/api/skiplock');
+    const id = await finished(2);
+    const token = await t.skiplock.streamToken(id);
+    const res = await mounted.fetch(new Request(`http://x.test/api/skiplock/v1/jobs/${id}/stream?token=${token}`));
+    expect(res.status).toBe(200);
+    expect((await allEvents(res)).map((e) => e.id ?? e.event)).toEqual(['1', '2', 'end']);
+    expect((await mounted.fetch(new Request(`http://x.test/api/skiplock/v1/jobs/${id}?token=${token}`))).status).toBe(401);
+  });
+
   test('streamToken: a bad ttlMs or id is invalid_request; without a secret, a TypeError naming the option', async () => {
     for (const ttlMs of [0, 999, 86_400_001, 1.5, Number.NaN, '60000' as never])
       await expect(t.skiplock.streamToken('1', { ttlMs })).rejects.toMatchObject({ code: 'invalid_request' });
