@@ -11,7 +11,7 @@ import { createSkiplock } from '../../src/index.ts';
 import { exampleTasks } from '../../src/tasks/examples.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { API_TOKEN } from './helpers.ts';
-import { countingReads, events, gate, sleep, talk } from './streams-support.ts';
+import { clock, countingReads, events, gate, sleep, talk } from './streams-support.ts';
 
 let db: TestDb;
 beforeAll(async () => (db = await createTestDb()));
@@ -22,7 +22,7 @@ const figures = (line: string) => process.env.SKIPLOCK_FIGURES && console.info(`
 /** An app over a skiplock whose stream reads are counted. */
 function counted(connectionMs = 60_000) {
   const counting = countingReads(db.sql);
-  const skiplock = createSkiplock({ sql: counting.sql, tasks: [...exampleTasks, talk], log: () => {} });
+  const skiplock = createSkiplock({ sql: counting.sql, tasks: [...exampleTasks, talk, clock], log: () => {} });
   const app = createApp({ skiplock, apiToken: API_TOKEN, streamConnectionMs: connectionMs });
   const open = async (jobId: string, query = '') => events(await app.request(`/v1/jobs/${jobId}/stream${query}`, { headers: { authorization: `Bearer ${API_TOKEN}` } }));
   return { skiplock, reads: counting.reads, open };
@@ -108,5 +108,21 @@ describe('what an open stream costs (statements over 10 s)', () => {
     // Writing: at most one poll per 100 ms, whatever the readers (one here).
     expect(busy).toBeLessThanOrEqual(101);
     expect(busyChunks).toBeGreaterThan(50);
+  });
+});
+
+describe('write → reader latency (printed with SKIPLOCK_FIGURES=1, not asserted)', () => {
+  test('a chunk every 50 ms for 3 s, read over SSE in this process', async () => {
+    const s = counted();
+    const job = await s.skiplock.enqueue({ task: 'clock', payload: { n: 60, everyMs: 50 } } as never);
+    const ticking = s.skiplock.tick({ untilIdle: true });
+    const reader = await s.open(job.id);
+    const latencies: number[] = [];
+    for await (const e of reader) if (e.event === 'message') latencies.push(Date.now() - (JSON.parse(e.data) as { t: number }).t);
+    await ticking;
+    expect(latencies).toHaveLength(60);
+    const sorted = [...latencies].sort((a, b) => a - b);
+    const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];
+    figures(`write → SSE reader latency: p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${sorted.at(-1)} ms (n=${sorted.length})`);
   });
 });

@@ -70,3 +70,17 @@ export function countingReads(sql: Sql): { sql: Sql; reads: () => number } {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `clock`: writes `n` chunks `{ t }` (Date.now() at the write), one every `everyMs`: write → reader latency. */
+export const clock: Task = defineTask({
+  name: 'clock',
+  payload: z.object({ n: z.number().int(), everyMs: z.number().int() }),
+  timeoutMs: 20_000,
+  handler: async (p, ctx) => {
+    const out = ctx.stream();
+    for (let k = 1; k <= p.n; k++) {
+      out.write({ t: Date.now() });
+      await new Promise((resolve) => setTimeout(resolve, p.everyMs));
+    }
+  },
+});
