@@ -25,10 +25,25 @@ const writes = defineTask({
   },
 });
 
+/** Writes two chunks, stores them (close), then stays RUNNING until `release()`. */
+let release = () => {};
+const holds = defineTask({
+  name: 'holds',
+  payload: z.object({}),
+  handler: async (_p, ctx: TaskContext) => {
+    const out = ctx.stream();
+    out.write('first ');
+    out.write(XSS);
+    await out.close();
+    await new Promise<void>((resolve) => (release = resolve));
+    return {};
+  },
+});
+
 let t: TestApp;
 let cookie: string;
 beforeAll(async () => {
-  t = await createTestApp({ tasks: [...exampleTasks, writes] });
+  t = await createTestApp({ tasks: [...exampleTasks, writes, holds] });
   cookie = await logIn(t);
 });
 afterAll(() => t.close());
@@ -64,7 +79,7 @@ describe('the job page', () => {
     expect(html).toContain('{&quot;pct&quot;:50,&quot;note&quot;:&quot;&lt;img src=x onerror=alert(1)&gt;&quot;}');
     expect(html).not.toContain(XSS);
     // Finished and read to its end: nothing live, no token handed out.
-    expect(html).not.toContain('data-stream-src');
+    expect(html).not.toContain('data-stream-src="');
     expect(html).toContain('3 chunks');
   });
 
@@ -83,5 +98,35 @@ describe('the job page', () => {
   });
 });
 
-// Keeps `statement` imported for the live tests below (they read rows directly).
-void statement;
+describe('the live view', () => {
+  test("a stream that can still grow gets a live source: its route after the last chunk shown, with this job's read token; the CSP lets the page connect to it", async () => {
+    const job = await t.skiplock.enqueue({ task: 'holds', payload: {} } as never);
+    const ticking = t.skiplock.tick({ untilIdle: true, budgetMs: 20_000, pollIntervalMs: 10 });
+    try {
+      for (let i = 0; i < 200; i++) {
+        const [row] = await t.skiplock.sql.query(statement(`SELECT count(*)::int AS n FROM skiplock.job_stream_chunk WHERE job_id = $1`, [job.id]));
+        if (Number(row!.n) === 2) break;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      const res = await getPage(t, `/jobs/${job.id}`, cookie);
+      expect(res.headers.get('content-security-policy')).toContain("connect-src 'self'");
+      const html = await res.text();
+      expect(html).toContain('first &lt;img src=x onerror=alert(1)&gt;');
+      const src = /data-stream-src="([^"]+)"/.exec(html)?.[1]?.replaceAll('&amp;', '&');
+      expect(src).toBeDefined();
+      const url = new URL(src!, 'http://skiplock.test');
+      expect(url.pathname).toBe(`/v1/jobs/${job.id}/stream`);
+      expect(url.searchParams.get('after')).toBe('2');
+      expect(url.searchParams.get('name')).toBe('default');
+      // The token reads this job's stream without the API token, and nothing else.
+      const read = await t.call('GET', `${url.pathname}${url.search}`, { token: null });
+      expect(read.status).toBe(200);
+      expect(read.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      await read.body?.cancel();
+      expect((await t.call('GET', `/v1/jobs/${job.id}?token=${url.searchParams.get('token')}`, { token: null })).status).toBe(401);
+    } finally {
+      release();
+      await ticking;
+    }
+  });
+});
