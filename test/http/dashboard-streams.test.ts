@@ -43,7 +43,7 @@ const holds = defineTask({
 let t: TestApp;
 let cookie: string;
 beforeAll(async () => {
-  t = await createTestApp({ tasks: [...exampleTasks, writes, holds] });
+  t = await createTestApp({ tasks: [...exampleTasks, writes, holds], skiplock: { streamTokens: { secret: 'dashboard-stream-secret-0123' } } });
   cookie = await logIn(t);
 });
 afterAll(() => t.close());

@@ -48,7 +48,7 @@ const problems: string[] = [];
 
 beforeAll(async () => {
   db = await createTestDb();
-  skiplock = createSkiplock({ sql: db.sql, tasks: [...exampleTasks, answerTask, ticker], log: () => {} });
+  skiplock = createSkiplock({ sql: db.sql, tasks: [...exampleTasks, answerTask, ticker], log: () => {}, streamTokens: { secret: API_TOKEN } });
   const { askRoutes } = (await import(ASK_ROUTES)) as { askRoutes: (request: Request, skiplock: Skiplock) => Promise<Response | undefined> };
   runner = await startNodeRunner({ skiplock, apiToken: API_TOKEN, port: 0, log: () => {}, tick: { pollIntervalMs: 50 }, routes: (request) => askRoutes(request, skiplock) });
   browser = await launchChromium({ viewport: { width: 1100, height: 800 } });

@@ -19,7 +19,8 @@ let page: Page;
 const problems: string[] = [];
 
 beforeAll(async () => {
-  under = await startWorkerUnderTest({ API_TOKEN: TOKEN, TICK_POLL_INTERVAL_MS: '200' }, { config: 'test/fixtures/streams-worker/wrangler.toml' });
+  // PUBLIC_URL: with it the Worker's skiplock has a stream-token secret (CALLBACK_SECRET or API_TOKEN).
+  under = await startWorkerUnderTest({ API_TOKEN: TOKEN, TICK_POLL_INTERVAL_MS: '200', PUBLIC_URL: 'http://127.0.0.1' }, { config: 'test/fixtures/streams-worker/wrangler.toml' });
   browser = await launchChromium({ viewport: { width: 1100, height: 800 } });
   page = browser.context.pages()[0] ?? (await browser.context.newPage());
   page.on('console', (message) => {

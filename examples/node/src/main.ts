@@ -9,7 +9,8 @@ import { schedules, tasks } from './tasks.js';
 const { DATABASE_URL, API_TOKEN } = process.env;
 if (!DATABASE_URL || !API_TOKEN) throw new Error('set DATABASE_URL and API_TOKEN (npx skiplock dev prints a local DATABASE_URL)');
 
-const skiplock = createSkiplock({ sql: createPgDriver(DATABASE_URL), tasks, schedules });
+// streamTokens: the secret that signs the per-job read tokens the /ask page gets (skiplock.streamToken).
+const skiplock = createSkiplock({ sql: createPgDriver(DATABASE_URL), tasks, schedules, streamTokens: { secret: process.env.STREAM_SECRET ?? API_TOKEN } });
 await skiplock.migrate(migrations); // safe from several processes at once
 
 // Typed by the tasks: a wrong task name or payload is a compile-time error.

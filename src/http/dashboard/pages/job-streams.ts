@@ -28,6 +28,8 @@ interface ShownStream {
   after: number;
   /** Where the live view reads on from; undefined when the stream is over and all of it is shown. */
   src: string | undefined;
+  /** The stream is over and all of it is shown. */
+  done: boolean;
 }
 
 export async function streamsSection(deps: DashboardDeps, job: JobDetail): Promise<Html | string> {
@@ -46,7 +48,7 @@ async function showStream(deps: DashboardDeps, jobId: string, name: string, chun
   const text = page.chunks.map((c) => chunkText(c.data)).join('');
   const after = page.chunks.at(-1)?.seq ?? from;
   const src = page.done ? undefined : await liveSource(deps, jobId, name, after);
-  return { name, chunks, skipped: from, text, after, src };
+  return { name, chunks, skipped: from, text, after, src, done: page.done };
 }
 
 /** A string as it is; anything else as one line of JSON. */
@@ -54,13 +56,25 @@ export function chunkText(data: unknown): string {
   return typeof data === 'string' ? data : `${JSON.stringify(data)}\n`;
 }
 
-async function liveSource(_deps: DashboardDeps, _jobId: string, _name: string, _after: number): Promise<string | undefined> {
-  return undefined;
+/**
+ * The stream route after `after`, with a read token for this job; undefined when this skiplock
+ * has no stream-token secret (createSkiplock's `streamTokens` or `callbacks`): the page then
+ * shows what is stored, and a reload shows more.
+ */
+async function liveSource(deps: DashboardDeps, jobId: string, name: string, after: number): Promise<string | undefined> {
+  let token: string;
+  try {
+    token = await deps.skiplock.streamToken(jobId, { ttlMs: DASHBOARD_STREAMS.tokenTtlMs });
+  } catch (error) {
+    if (error instanceof TypeError) return undefined;
+    throw error;
+  }
+  return `/v1/jobs/${jobId}/stream?${new URLSearchParams({ name, after: String(after), token }).toString()}`;
 }
 
 function streamBox(s: ShownStream): Html {
   return html`<div class="stream" data-stream="${s.name}"${s.src ? html` data-stream-src="${s.src}" data-after="${s.after}"` : ''}>
-  <h3><code>${s.name}</code> <span class="muted">${s.chunks.toLocaleString('en-US')} ${s.chunks === 1 ? 'chunk' : 'chunks'}${s.skipped > 0 ? `, ${s.skipped.toLocaleString('en-US')} earlier chunks not shown` : ''}</span> <span class="muted" data-stream-state>${s.src ? 'stored so far' : ''}</span></h3>
+  <h3><code>${s.name}</code> <span class="muted">${s.chunks.toLocaleString('en-US')} ${s.chunks === 1 ? 'chunk' : 'chunks'}${s.skipped > 0 ? `, ${s.skipped.toLocaleString('en-US')} earlier chunks not shown` : ''}</span> <span class="muted" data-stream-state>${s.src ? 'stored so far' : s.done ? '' : 'stored so far (reload for more)'}</span></h3>
   <pre class="code stream">${s.text}</pre>
 </div>`;
 }
