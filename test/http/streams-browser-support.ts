@@ -10,7 +10,8 @@ import type { Job } from '../../src/core/types.ts';
 export const answerTask = defineTask({
   name: 'answer',
   payload: z.object({ question: z.string().min(1).max(500) }),
-  timeoutMs: 60_000,
+  // Fits every platform's tick (a Worker's alarm tick gives 24 s); an answer takes seconds.
+  timeoutMs: 20_000,
   handler: async ({ question }, ctx: TaskContext) => {
     const out = ctx.stream();
     let text = '';

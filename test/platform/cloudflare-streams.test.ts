@@ -7,7 +7,7 @@
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { jobRow } from '../support/job-rows.ts';
+import { statement } from '../../src/store/sql.ts';
 import { launchChromium, type LaunchedChromium } from '../http/chromium.ts';
 import { askAndFollow } from '../http/streams-browser-support.ts';
 import { startWorkerUnderTest, type WorkerUnderTest } from './worker-under-test.ts';
@@ -35,7 +35,7 @@ afterAll(async () => {
 
 test("in workerd, the example's page shows the answer while the job runs and resumes after a reload", { timeout: 120_000 }, async () => {
   await askAndFollow(page, under.worker.url, async (id) => {
-    const row = await jobRow(under.db.sql, id);
+    const [row] = await under.db.sql.query(statement(`SELECT status, result FROM skiplock.job WHERE id = $1`, [id]));
     return row ? { status: row.status as never, result: row.result } : null;
   });
   expect(problems).toEqual([]);

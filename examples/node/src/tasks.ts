@@ -25,7 +25,8 @@ export const cleanup = defineTask({
 export const answer = defineTask({
   name: 'answer',
   payload: z.object({ question: z.string().min(1).max(500) }),
-  timeoutMs: 60_000,
+  // Fits every platform's tick (a Worker's alarm tick gives 24 s); an answer takes seconds.
+  timeoutMs: 20_000,
   handler: async ({ question }, ctx) => {
     const out = ctx.stream();
     let text = '';
