@@ -38,7 +38,9 @@ async function main(): Promise<void> {
   const tick = tickOptionsFromEnv(env, { budgetMs: 30_000, pollIntervalMs: 1_000 });
 
   const sql = createPgDriver(databaseUrl);
-  const skiplock = createSkiplock({ sql, tasks, schedules, idleCheckMs: idleCheckMsFromEnv(env.IDLE_CHECK_MS) });
+  // Stream read tokens (skiplock.streamToken) are signed with CALLBACK_SECRET, or else API_TOKEN.
+  const streamTokens = { secret: secretFromEnv(env.CALLBACK_SECRET, 'CALLBACK_SECRET', false) ?? apiToken };
+  const skiplock = createSkiplock({ sql, tasks, schedules, idleCheckMs: idleCheckMsFromEnv(env.IDLE_CHECK_MS), streamTokens });
   await skiplock.migrate(migrations);
   const runner = await startNodeRunner({
     skiplock,
@@ -49,6 +51,7 @@ async function main(): Promise<void> {
     hostname: env.HOST ?? '0.0.0.0',
     tick,
     requestTickBudgetMs: tick.budgetMs,
+    ...(env.STREAM_CONNECTION_MS ? { streamConnectionMs: intFromEnv(env.STREAM_CONNECTION_MS, 25_000, 'STREAM_CONNECTION_MS') } : {}),
     drainMs,
   }).catch((error: unknown) => {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new ConfigError(`PORT ${port} is in use: stop what uses it or set PORT`);

@@ -4,6 +4,7 @@
  * neither a driver nor zod: only this folder.
  */
 import { errorFromResponse, SkiplockApiError } from './errors.ts';
+import { streamJob, type StreamChunkJson, type StreamJobOptions } from './stream.ts';
 import type { SendEventResult } from '../runtime/events/index.ts';
 import type {
   ClientEnqueueInput,
@@ -124,6 +125,13 @@ export interface SkiplockClient<Tasks extends TaskList = TaskList> {
   sendEvent(input: SendEventInputJson): Promise<SendEventResultJson>;
   /** GET /v1/events: one page of stored events, newest first. */
   listEvents(query?: { name?: string; key?: string; limit?: number; cursor?: string }): Promise<EventPageJson>;
+  /**
+   * GET /v1/jobs/:id/stream: the chunks of a job's stream (ctx.stream) as they are written, as an
+   * async iterator that reconnects when a connection ends or drops and resumes after the last seq
+   * it yielded (each chunk once, in order). It ends at the stream's end (the job finished), or
+   * when `signal` aborts; a refusal (no such job, a bad name, a wrong token) is thrown.
+   */
+  streamJob(id: string, options?: StreamJobOptions): AsyncIterable<StreamChunkJson>;
 }
 
 /** What POST /v1/events takes. */
@@ -175,7 +183,12 @@ export function createClient<Tasks extends TaskList = TaskList>(options: ClientO
       return api.json<TickResultJson>('POST', '/v1/tick');
     },
     ...eventMethods(api),
+    streamJob: (jobId, o) => streamJob(streamTransport(options), jobId, o),
   };
+}
+
+function streamTransport(options: ClientOptions) {
+  return { base: options.url.replace(/\/+$/, ''), send: options.fetch ?? ((request: Request) => fetch(request)), headers: { ...options.headers, authorization: `Bearer ${options.token}` } };
 }
 
 /** How every method calls the API: one request with the token; a refusal thrown as a SkiplockApiError. */

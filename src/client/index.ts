@@ -16,6 +16,8 @@ export {
   type SendEventResultJson,
   type SkiplockClient,
 } from './client.ts';
+export type { StreamChunkJson, StreamJobOptions } from './stream.ts';
+export { parseSse, type SseEvent } from './sse.ts';
 export { SkiplockApiError, type ApiErrorBody, type ApiErrorCode, type ApiErrorIssue } from './errors.ts';
 export type {
   ClientEnqueueInput,

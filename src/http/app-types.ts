@@ -2,6 +2,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Skiplock } from '../runtime/skiplock.ts';
+import type { StreamHub } from '../runtime/streams/index.ts';
 import type { TickOptions } from '../runtime/tick/index.ts';
 import type { TokenGuard } from './auth.ts';
 
@@ -24,6 +25,12 @@ export interface RouteDeps {
   maxJobTimeoutMs: number | undefined;
   /** The longest `?wait=` of POST /v1/jobs, in ms (AppOptions.maxWaitMs). */
   maxWaitMs: number;
+  /** The readers of streams in this app (GET /v1/jobs/{id}/stream): one poll per stream. */
+  streams: StreamHub;
+  /** How long one SSE connection is held (AppOptions.streamConnectionMs). */
+  streamConnectionMs: number;
+  /** A comment line this often while a stream is silent. */
+  streamHeartbeatMs: number;
   /** Starts a tick in the background after new work was queued (no-op without runInBackground). */
   startWork(c: Context): void;
 }

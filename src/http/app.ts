@@ -27,6 +27,8 @@ import { registerJobRoutes } from './routes/jobs.ts';
 import { registerMetricsRoutes } from './routes/metrics.ts';
 import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerStatsRoutes } from './routes/stats.ts';
+import { registerStreamRoutes, STREAM_ROUTE_DEFAULTS, streamTokenAuth, usesStreamToken } from './routes/streams.ts';
+import { createStreamHub } from '../runtime/streams/index.ts';
 import { registerTaskRoutes } from './routes/tasks.ts';
 import { registerTickRoutes } from './routes/tick.ts';
 import { registerVersionRoutes } from './routes/versions.ts';
@@ -78,6 +80,15 @@ export interface AppOptions {
    * behind a proxy of your own, read the header it sets, e.g. `(request) => request.headers.get('x-real-ip') ?? undefined`.
    */
   clientAddress?: (request: Request) => string | undefined;
+  /**
+   * How long one `GET /v1/jobs/{id}/stream` connection is held, in ms: the route ends the response
+   * (without `end`) before it, and EventSource reconnects with Last-Event-ID. Keep it under the
+   * platform's request limit (a Vercel function's duration). Default 25 000; STREAM_CONNECTION_MS
+   * on the platform entry points.
+   */
+  streamConnectionMs?: number;
+  /** @internal A comment line this often while a stream is silent. Default 15 000. */
+  streamHeartbeatMs?: number;
   /** @internal The counts of wrong tokens, shared with a platform's own routes that check a token before the app (fan-out, Vercel cron). */
   tokenGuard?: TokenGuard;
 }
@@ -161,6 +172,9 @@ function routeDeps(options: AppOptions, arrivals: WeakMap<Request, number>): Rou
     arrivedAt,
     maxJobTimeoutMs: options.maxJobTimeoutMs,
     maxWaitMs: Math.max(0, Math.min(options.maxWaitMs ?? APP_DEFAULTS.maxWaitMs, APP_DEFAULTS.maxWaitMs)),
+    streams: createStreamHub({ read: (jobId, o) => skiplock.readStream(jobId, o) }),
+    streamConnectionMs: options.streamConnectionMs ?? STREAM_ROUTE_DEFAULTS.connectionMs,
+    streamHeartbeatMs: options.streamHeartbeatMs ?? STREAM_ROUTE_DEFAULTS.heartbeatMs,
     startWork(c) {
       if (!runInBackground) return;
       const work = skiplock.tick({ ...tick, untilIdle: true, startedAt: arrivedAt(c) }).catch((error: unknown) => {
@@ -178,7 +192,12 @@ function guardRequests(app: App, deps: RouteDeps, maxBodyBytes: number): void {
   const apiAuth = requireBearer(tokenGuard, [deps.apiToken]);
   app.use('/v1/tick', requireBearer(tokenGuard, [deps.apiToken, deps.cronSecret]));
   // A callback URL carries its own credential (an HMAC-signed token): no bearer token, and a wrong one is 404 before the body is read.
-  app.use('/v1/*', async (c, next) => (c.req.path === '/v1/tick' || c.req.path.startsWith('/v1/callbacks/') ? next() : apiAuth(c, next)));
+  // A stream's `?token=` (skiplock.streamToken) is accepted on GET /v1/jobs/{id}/stream only, for its job only.
+  const streamAuth = streamTokenAuth(skiplock);
+  app.use('/v1/*', async (c, next) => {
+    if (c.req.path === '/v1/tick' || c.req.path.startsWith('/v1/callbacks/')) return next();
+    return usesStreamToken(c) ? streamAuth(c, next) : apiAuth(c, next);
+  });
   app.use('/v1/callbacks/:token', requireCallbackToken(skiplock));
   app.use('/metrics', requireBearer(tokenGuard, [deps.apiToken, deps.metricsToken]));
   app.use('/v1/*', requireSchema(skiplock));
@@ -197,6 +216,7 @@ function guardRequests(app: App, deps: RouteDeps, maxBodyBytes: number): void {
 /** Every route: the API's, the docs' and the dashboard's. */
 function registerRoutes(app: App, deps: RouteDeps): void {
   registerJobRoutes(app, deps);
+  registerStreamRoutes(app, deps);
   registerVersionRoutes(app, deps);
   registerStatsRoutes(app, deps);
   registerTaskRoutes(app, deps);

@@ -28,7 +28,13 @@ export interface FlowControlGauge {
   debounced: number;
 }
 
-export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly FlowControlGauge[] = [], limits?: FlowStatus): string {
+/** Streams in this process: the chunks its runs stored, and the SSE readers open now. */
+export interface StreamGauges {
+  chunksWritten: number;
+  readers: number;
+}
+
+export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly FlowControlGauge[] = [], limits?: FlowStatus, streams?: StreamGauges): string {
   const byTask = Object.entries(stats.byTask).flatMap(([task, counts]) =>
     Object.entries(counts).map(([status, n]) => sample('skiplock_jobs', n, { status, task })),
   );
@@ -63,6 +69,12 @@ export function renderMetrics(stats: JobStats, ticks: TickTotals, flow: readonly
     ...counter('skiplock_reaped_total', 'Expired leases returned to the queue or to DEAD.', ticks.reaped),
     ...counter('skiplock_cron_firings_total', 'Cron firings inserted.', ticks.fired),
     ...counter('skiplock_stale_writes_total', 'Result writes that changed nothing because another worker owned the job.', ticks.staleWrites),
+    ...(streams
+      ? [
+          ...counter('skiplock_stream_chunks_written_total', 'Stream chunks (ctx.stream) stored by the runs of this process or isolate.', streams.chunksWritten),
+          ...family('skiplock_stream_readers', 'gauge', 'Server-Sent Events readers of job streams open in this process or isolate.', [sample('skiplock_stream_readers', streams.readers)]),
+        ]
+      : []),
     ...family('skiplock_tick_duration_seconds', 'histogram', 'How long ticks took.', [
       ...TICK_DURATION_BUCKETS.map((le, i) => sample('skiplock_tick_duration_seconds_bucket', ticks.durationBuckets[i] ?? 0, { le: String(le) })),
       sample('skiplock_tick_duration_seconds_bucket', observed, { le: '+Inf' }),

@@ -4,6 +4,7 @@
  */
 import { secretProblem } from '../http/secrets.ts';
 import type { CallbackOptions } from '../runtime/events/index.ts';
+import type { StreamTokenOptions } from '../runtime/streams/index.ts';
 import type { TickOptions } from '../runtime/tick/index.ts';
 import { DEFAULT_IDLE_CHECK_MS } from '../runtime/wake/index.ts';
 import { databaseUrlProblem, describeConnectionError } from '../store/drivers/database-url.ts';
@@ -88,6 +89,23 @@ export function tickOptionsFromEnv(env: TickEnv, defaults: { budgetMs: number; p
     pollIntervalMs: intFromEnv(env.TICK_POLL_INTERVAL_MS, defaults.pollIntervalMs, 'TICK_POLL_INTERVAL_MS'),
     concurrency: intFromEnv(env.TICK_CONCURRENCY, 10, 'TICK_CONCURRENCY'),
   };
+}
+
+/** A platform's stream variables (strings; wrangler `[vars]` may give a number). */
+export interface StreamEnv {
+  /** How long one SSE connection of GET /v1/jobs/{id}/stream is held, in ms (AppOptions.streamConnectionMs). Default 25 000. */
+  STREAM_CONNECTION_MS?: string;
+}
+
+/** STREAM_CONNECTION_MS, or undefined (the app's default, 25 s). */
+export function streamConnectionMsFromEnv(env: { STREAM_CONNECTION_MS?: string | number }): number | undefined {
+  return env.STREAM_CONNECTION_MS === undefined || env.STREAM_CONNECTION_MS === '' ? undefined : intFromEnv(env.STREAM_CONNECTION_MS, 0, 'STREAM_CONNECTION_MS');
+}
+
+/** Stream read tokens (skiplock.streamToken) signed with CALLBACK_SECRET, or else API_TOKEN; undefined without one of 16 characters. */
+export function streamTokensFromEnv(env: Pick<CallbackEnv, 'CALLBACK_SECRET' | 'API_TOKEN'>): StreamTokenOptions | undefined {
+  const secret = env.CALLBACK_SECRET || env.API_TOKEN;
+  return secret && secret.length >= 16 ? { secret } : undefined;
 }
 
 export interface CallbackEnv {

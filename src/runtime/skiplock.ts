@@ -45,6 +45,7 @@ import { createCallbackSigner, type CallbackOptions } from './events/callback-to
 import type { SendEventInput, SendEventResult, StoredEvent } from './events/events.ts';
 import { createEventDispatch, createEventOperations, createRegistration } from './events/operations.ts';
 import { readStreamWith, type ReadStreamOptions, type ReadStreamResult } from './streams/read.ts';
+import { createStreamTokenSigner, streamTokensNotConfigured, type StreamTokenOptions } from './streams/token.ts';
 
 export type { Logger };
 
@@ -120,6 +121,11 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
    * they start with (src/runtime/events/callback-token.ts). Default: none — ctx.createCallback fails.
    */
   callbacks?: CallbackOptions;
+  /**
+   * Stream read tokens (skiplock.streamToken): the HMAC secret they are signed with
+   * (src/runtime/streams/token.ts). Default: `callbacks.secret`; without either, streamToken fails.
+   */
+  streamTokens?: StreamTokenOptions;
 }
 
 /**
@@ -256,6 +262,18 @@ export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperat
    * chunk. SkiplockError invalid_request for a bad id or option, not_found for no such job.
    */
   readStream(jobId: string, options?: ReadStreamOptions): Promise<ReadStreamResult>;
+  /**
+   * A read token for one job's streams (docs/streams.md), for a browser's EventSource: accepted
+   * as `?token=` by `GET /v1/jobs/{jobId}/stream` only, for that job only, until it expires
+   * (`ttlMs`: default one hour, 1 s to 24 h). HMAC-signed with `streamTokens.secret` (default
+   * `callbacks.secret`); no statement, so it does not check that the job exists. SkiplockError
+   * invalid_request for a bad id or ttlMs; a TypeError when no secret is configured.
+   */
+  streamToken(jobId: string, options?: { ttlMs?: number }): Promise<string>;
+  /** @internal The job a stream token names while it is valid, or null (the HTTP API's check). */
+  verifyStreamToken(token: string): Promise<{ jobId: string; expiresAt: Date } | null>;
+  /** What this instance's runs did with streams so far, for /metrics (in memory; zero at start). */
+  streamTotals(): { chunksWritten: number };
 }
 
 export function createSkiplock<const Tasks extends TaskList>(config: SkiplockConfig<Tasks>): Skiplock<Tasks> {
@@ -272,12 +290,15 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
   const schedules = createScheduleOperations({ ...ctx, schedules: config.schedules ?? [] });
   const admin = createAdminOperations(ctx);
   const callbacks = config.callbacks ? createCallbackSigner(config.callbacks) : undefined;
+  const streamSecret = config.streamTokens ?? (config.callbacks && { secret: config.callbacks.secret });
+  const streamTokens = streamSecret ? createStreamTokenSigner(streamSecret) : undefined;
+  const streamTotals = { chunksWritten: 0 };
   const registration = createRegistration(ctx);
   const eventDispatch = createEventDispatch(ctx);
   const maintenance = createMaintenance(ctx, config.retention);
   const enqueue = createEnqueueOperations(ctx, (options) => wake.operations.tick(options));
   const ticks = createTickRunner(ctx, {
-    defaults: config.tick, run: { registry: ctx.registry, enqueue: enqueue.enqueue, callbacks }, registration, events: eventDispatch, housekeeping: maintenance.housekeeping,
+    defaults: config.tick, run: { registry: ctx.registry, enqueue: enqueue.enqueue, callbacks, streamChunksWritten: (n) => void (streamTotals.chunksWritten += n) }, registration, events: eventDispatch, housekeeping: maintenance.housekeeping,
     schedules: { names: staticSchedules, fireDue: schedules.fireDueSchedules },
   });
   const msUntilNextWork = createNextWork(ctx, { defaults: config.tick, staticSchedules, nextRetention: maintenance.nextRetention, subscriptions: eventDispatch?.subscriptions ?? null });
@@ -294,6 +315,12 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     prune: maintenance.prune,
     getJob: (id) => readJob(ctx.sql, id),
     readStream: (jobId, options) => readStreamWith(ctx.sql, jobId, options),
+    streamToken: async (jobId, options) => {
+      if (!streamTokens) throw streamTokensNotConfigured();
+      return streamTokens.sign(jobId, options);
+    },
+    verifyStreamToken: async (token) => (streamTokens ? streamTokens.verify(token) : null),
+    streamTotals: () => ({ ...streamTotals }),
     migrate: createMigrate(ctx, config.sql, registration),
     ensureSchema: schema.ensure,
     schemaStatus: schema.status,

@@ -13,6 +13,10 @@
  *                                   with 1, 100 and 10,000 keys, a rate limit that never throttles,
  *                                   and the plain path beside them); BENCH_FLOW=1 does the same.
  *                                   Written to results/flow.{md,json}; latest.* is left as it was
+ *   npm run bench -- --streams      also streams (issue 34: write → reader latency, statements a minute
+ *                                   per open stream, 100 readers of one job; streams.ts, also
+ *                                   `npm run bench:streams` alone); BENCH_STREAMS=1 does the same.
+ *                                   Written to results/streams.{md,json}
  */
 import { cpus, loadavg, totalmem } from 'node:os';
 import { existsSync } from 'node:fs';
@@ -23,6 +27,7 @@ import type { LatencyResult, ThroughputResult } from './harness.ts';
 import { writeResults, type BenchResults, type NeonRoundTripResult, type ThroughputSummary } from './report.ts';
 import type { FlowParams } from './skiplock.ts';
 import { startBenchServer, type BenchServer } from './server.ts';
+import { runStreamsBench, writeStreamsResults } from './streams.ts';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const JOBS = QUICK ? 5_000 : 20_000;
@@ -42,9 +47,11 @@ const RAW_CONNECTIONS = QUICK ? [1, 8] : [1, 4, 8];
 const ONLY = process.env.BENCH_ONLY?.split(',').map((p) => p.trim()).filter(Boolean);
 /** The flow-control part runs only when asked for (it adds minutes: the 1-key run claims 5 jobs at a time). */
 const FLOW = process.argv.includes('--flow') || process.env.BENCH_FLOW === '1' || (ONLY?.includes('flow') ?? false);
+/** The streams part runs only when asked for (it adds minutes of fixed windows). */
+const STREAMS = process.argv.includes('--streams') || process.env.BENCH_STREAMS === '1' || (ONLY?.includes('streams') ?? false);
 /** Runs a part unless BENCH_ONLY leaves it out. */
 const part = <T,>(name: string, run: () => Promise<T>, skipped: T): Promise<T> =>
-  (name === 'flow' ? FLOW : !ONLY || ONLY.includes(name)) ? run() : Promise.resolve(skipped);
+  (name === 'flow' ? FLOW : name === 'streams' ? STREAMS : !ONLY || ONLY.includes(name)) ? run() : Promise.resolve(skipped);
 
 type Server = Pick<BenchServer, 'adminUrl' | 'postmasterPid'>;
 type Configured = { key: string; kind: 'skiplock' | 'empty'; run: (url: string, server: Server) => Promise<ThroughputResult> };
@@ -306,6 +313,8 @@ async function main() {
       flow: await part('flow', () => throughput(server, FLOW_THROUGHPUT, 'flow control'), undefined),
       seconds: 0,
     };
+    const streams = await part('streams', () => runStreamsBench(server), undefined);
+    if (streams) log(`streams: ${(await writeStreamsResults(streams)).join(', ')}`);
     load.push(loadavg()[0]!);
     results.machine.loadAverage = load.map((l) => Math.round(l * 100) / 100);
     results.seconds = Math.round((performance.now() - started) / 1000);

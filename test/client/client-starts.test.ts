@@ -162,7 +162,7 @@ const TICKS: Record<string, () => Promise<void>> = {
 };
 /** Writes that make nothing due. */
 const WRITES_NOTHING_DUE = ['deleteSchedule'];
-const READS = ['getJob', 'getSchedule', 'listEvents', 'listJobs', 'listSchedules', 'stats'];
+const READS = ['getJob', 'getSchedule', 'listEvents', 'listJobs', 'listSchedules', 'stats', 'streamJob'];
 
 test('every method of the typed client is sorted by what it does to due work', () => {
   const sorted = [...Object.keys(STARTS_ITS_JOB), ...Object.keys(TICKS), ...WRITES_NOTHING_DUE, ...READS];

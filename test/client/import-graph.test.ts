@@ -33,7 +33,7 @@ export function runtimeImportGraph(entry: string): { files: string[]; packages: 
 test('the client loads only src/client and no package', () => {
   const graph = runtimeImportGraph('src/client/index.ts');
   expect(graph.packages).toEqual([]);
-  expect(graph.files).toEqual(['src/client/client.ts', 'src/client/errors.ts', 'src/client/index.ts']);
+  expect(graph.files).toEqual(['src/client/client.ts', 'src/client/errors.ts', 'src/client/index.ts', 'src/client/sse.ts', 'src/client/stream.ts']);
 });
 
 test('the scan sees run-time imports (it finds the server behind the app)', () => {

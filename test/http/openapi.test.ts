@@ -150,7 +150,7 @@ describe('the document', () => {
 
   test('every operation has a unique operationId, and the document names its server', () => {
     const ids = Object.values<any>(doc.paths).flatMap((item) => METHODS.filter((m) => item[m]).map((m) => item[m].operationId));
-    expect(ids).toHaveLength(26);
+    expect(ids).toHaveLength(27);
     expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z]+$/.test(id)), ids.join(', ')).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     expect(doc.servers).toEqual([{ url: '/', description: expect.any(String) }]);
@@ -253,6 +253,46 @@ describe('rules the server enforces are in the document', () => {
 
   test('GET /healthz?deep=yes: its 400 is documented', async () => {
     await documented(await t.call('GET', '/healthz?deep=yes', { token: null }), 'GET', '/healthz');
+  });
+});
+
+describe('GET /v1/jobs/{id}/stream (Server-Sent Events)', () => {
+  const op = () => doc.paths['/v1/jobs/{id}/stream'].get;
+  const param = (name: string, where: string) => op().parameters.find((p: any) => p.name === name && p.in === where);
+
+  test('its parameters: the id, name, after and token in the query, Last-Event-ID; the bearer token or the stream token', () => {
+    expect(op().operationId).toBe('streamJob');
+    expect(param('id', 'path')).toMatchObject({ required: true, schema: { type: 'string' } });
+    for (const [name, where] of [['name', 'query'], ['after', 'query'], ['token', 'query'], ['last-event-id', 'header']] as const)
+      expect(param(name, where), `${where} ${name}`).toMatchObject({ required: false, schema: { type: 'string' } });
+    expect(op().security).toEqual([{ bearer: [] }, { streamToken: [] }]);
+    expect(doc.components.securitySchemes.streamToken).toMatchObject({ type: 'apiKey', in: 'query', name: 'token' });
+  });
+
+  test('its 200 is text/event-stream, described (id = seq, data = JSON, end, Last-Event-ID); 400, 401, 404 documented', () => {
+    const responses = op().responses;
+    expect(Object.keys(responses['200'].content)).toEqual(['text/event-stream']);
+    expect(responses['200'].description).toMatch(/event: end/);
+    expect(responses['200'].description).toMatch(/Last-Event-ID/);
+    for (const status of ['400', '401', '404']) expect(responses[status].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+  });
+
+  test.each([
+    ['name', 'default', true],
+    ['name', 'a.b:c-d_e', true],
+    ['name', 'bad name', false],
+    ['name', 'x'.repeat(65), false],
+    ['after', '0', true],
+    ['after', '12', true],
+    ['after', '-1', false],
+    ['after', 'x', false],
+  ])('?%s=%s: the document agrees with the server', async (name, value, valid) => {
+    const { job } = (await (await t.call('POST', '/v1/jobs', { body: { task: 'echo', payload: { message: 'streamless' } } })).json()) as any;
+    await tick();
+    const res = await t.call('GET', `/v1/jobs/${job.id}/stream?${name}=${encodeURIComponent(value)}`);
+    await res.body?.cancel();
+    expect(res.status === 200).toBe(valid);
+    expect(ajv.compile(param(name, 'query').schema)(value)).toBe(valid);
   });
 });
 

@@ -52,6 +52,31 @@ test('serves the API and ticks by itself: a job enqueued over HTTP runs; a delay
   }
 });
 
+test("routes: the project's own routes are answered first, anything they leave (undefined) is skiplock's", async () => {
+  const runner = await startNodeRunner({
+    skiplock,
+    apiToken: TOKEN,
+    port: 0,
+    log: () => {},
+    routes: async (request) => {
+      const url = new URL(request.url);
+      if (url.pathname === '/hello') return new Response(`hello ${request.method}`);
+      if (url.pathname === '/signup' && request.method === 'POST') return Response.json({ id: (await skiplock.enqueue({ task: 'echo', payload: { message: await request.text() } })).id });
+      return undefined;
+    },
+  });
+  try {
+    expect(await (await fetch(`${runner.url}/hello`)).text()).toBe('hello GET');
+    const { id } = (await (await fetch(`${runner.url}/signup`, { method: 'POST', body: 'mine' })).json()) as { id: string };
+    await until(async () => (await row(id)).status === 'DONE');
+    expect((await row(id)).result).toEqual({ message: 'mine' });
+    expect((await fetch(`${runner.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${runner.url}/v1/jobs/${id}`)).status).toBe(401);
+  } finally {
+    await runner.stop();
+  }
+});
+
 test('graceful shutdown: stops claiming, lets running jobs finish within drainMs, releases the rest', async () => {
   const runner = await start(400);
   const short = await enqueue(runner, { task: 'sleep', payload: { ms: 150 } });

@@ -251,7 +251,8 @@ const TICKS = ['tick', 'tickIfDue'];
 const NONE = [
   'activity', 'checkReplay', 'currentTime', 'deadByTask', 'deleteSchedule', 'enqueueStatement', 'ensureSchema', 'flowStatus', 'flowWait', 'getJob',
   'getJobDetail', 'getSchedule', 'isCallbackToken', 'listEvents', 'listJobs', 'listSchedules', 'listTasks', 'migrate', 'msUntilNextWork', 'pauseTask',
-  'ping', 'prune', 'readStream', 'schedules', 'schemaStatus', 'setWakeDriver', 'sql', 'stats', 'tasks', 'tickTotals', 'waitForJob',
+  'ping', 'prune', 'readStream', 'schedules', 'schemaStatus', 'setWakeDriver', 'sql', 'stats', 'streamToken', 'streamTotals', 'tasks', 'tickTotals',
+  'verifyStreamToken', 'waitForJob',
 ];
 
 test('every operation of a skiplock is sorted by what it does to due work', () => {

@@ -1,5 +1,6 @@
 import { defineSchedule, defineTask, PermanentError } from 'skiplock';
 import * as z from 'zod';
+import { fakeAnswer } from './fake-model.js';
 
 export const sendWelcome = defineTask({
   name: 'send-welcome',
@@ -17,6 +18,26 @@ export const cleanup = defineTask({
   handler: ({ olderThanDays }) => ({ olderThanDays }),
 });
 
-export const tasks = [sendWelcome, cleanup];
+/**
+ * Streams an answer chunk by chunk (docs/streams.md): each token is written to the job's stream
+ * as it comes (buffered, stored within 100 ms), and the page at /ask shows it as it arrives.
+ */
+export const answer = defineTask({
+  name: 'answer',
+  payload: z.object({ question: z.string().min(1).max(500) }),
+  // Fits every platform's tick (a Worker's alarm tick gives 24 s); an answer takes seconds.
+  timeoutMs: 20_000,
+  handler: async ({ question }, ctx) => {
+    const out = ctx.stream();
+    let text = '';
+    for await (const token of fakeAnswer(question, { signal: ctx.signal })) {
+      out.write(token);
+      text += token;
+    }
+    return { answer: text };
+  },
+});
+
+export const tasks = [sendWelcome, cleanup, answer];
 
 export const schedules = [defineSchedule({ name: 'nightly-cleanup', cron: '0 3 * * *', tz: 'UTC', task: cleanup, payload: { olderThanDays: 30 } })];

@@ -44,6 +44,32 @@ const AUTO_REFRESH = `(() => {
   arm();
 })();`;
 
+/**
+ * The job page's live streams (pages/job-streams.ts): an EventSource on each box's
+ * `data-stream-src` (the stream route after the last chunk rendered, with a read token), each
+ * chunk appended as a text node — a string as it is, anything else as a line of JSON — once (a
+ * reconnect resumes with Last-Event-ID; a seq already shown is skipped), until `event: end`.
+ */
+const LIVE_STREAMS = `(() => {
+  for (const box of document.querySelectorAll('[data-stream-src]')) {
+    const out = box.querySelector('pre');
+    const state = box.querySelector('[data-stream-state]');
+    let last = Number(box.dataset.after);
+    const source = new EventSource(box.dataset.streamSrc);
+    state.textContent = 'live';
+    source.onmessage = (event) => {
+      const seq = Number(event.lastEventId);
+      if (!(seq > last)) return;
+      last = seq;
+      const value = JSON.parse(event.data);
+      out.append(typeof value === 'string' ? value : JSON.stringify(value) + '\\n');
+      out.scrollTop = out.scrollHeight;
+    };
+    source.addEventListener('end', () => { source.close(); state.textContent = 'ended'; });
+    source.onerror = () => { state.textContent = source.readyState === EventSource.CLOSED ? 'disconnected: reload the page' : 'reconnecting…'; };
+  }
+})();`;
+
 /** Inline, so that browsers do not ask for /favicon.ico (a 404). */
 const FAVICON = `data:image/svg+xml,${encodeURIComponent(
   "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'><rect width='16' height='16' rx='3' fill='#141a26'/><rect x='3' y='4' width='10' height='2' fill='#8aa4ff'/><rect x='3' y='7' width='7' height='2' fill='#2fa45a'/><rect x='3' y='10' width='4' height='2' fill='#d83a3a'/></svg>",
@@ -52,7 +78,7 @@ const FAVICON = `data:image/svg+xml,${encodeURIComponent(
 // The only raw text of the dashboard: constants of this module, no data. (Inside <style> and
 // <script> the browser does not decode entities, so escaping them would break them.)
 const STATIC_STYLES = raw(STYLES);
-const STATIC_SCRIPT = raw(AUTO_REFRESH);
+const STATIC_SCRIPT = raw(`${AUTO_REFRESH}\n${LIVE_STREAMS}`);
 
 export function layout(shell: Shell, body: Html): Html {
   return html`<!doctype html>

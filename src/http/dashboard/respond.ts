@@ -71,6 +71,8 @@ export function respond(c: Context, status: ContentfulStatusCode, render: (nonce
     "style-src 'unsafe-inline'",
     `script-src 'nonce-${nonce}'`,
     "img-src 'self' data:",
+    // The job page's live streams: an EventSource on this app's stream route.
+    "connect-src 'self'",
     "form-action 'self'",
     "frame-ancestors 'none'",
     "base-uri 'none'",

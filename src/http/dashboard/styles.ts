@@ -119,6 +119,8 @@ table.steps code.error { color: #7f1717; }
 .card.flush .note { padding: 0 20px; }
 table.steps details summary { cursor: pointer; overflow-wrap: anywhere; }
 table.steps pre.code { margin-top: 6px; max-height: 240px; }
+.stream + .stream { margin-top: 16px; }
+.stream h3 { font-size: 13px; font-weight: 600; margin: 0 0 6px; }
 pre.code.error { background: #fff6f6; border-color: #f3c4c4; color: #7f1717; }
 .title-row { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; margin-bottom: 4px; }
 .title-row h1 { margin: 0; }

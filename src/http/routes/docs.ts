@@ -27,6 +27,12 @@ export function registerDocsRoutes(app: App): void {
     scheme: 'bearer',
     description: 'API_TOKEN',
   });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'streamToken', {
+    type: 'apiKey',
+    in: 'query',
+    name: 'token',
+    description: 'A read token from skiplock.streamToken(jobId): GET /v1/jobs/{id}/stream only, for that job only',
+  });
   app.openAPIRegistry.registerComponent('securitySchemes', 'cronSecret', {
     type: 'http',
     scheme: 'bearer',

@@ -12,7 +12,7 @@ const metricsRoute = createRoute({
   operationId: 'metrics',
   path: '/metrics',
   summary: 'Prometheus metrics',
-  description: 'Job gauges from the database (with paused tasks and debounced jobs); tick counters (claims, completions, retries, dead, stale writes, durations) of this isolate.',
+  description: 'Job gauges from the database (with paused tasks and debounced jobs); tick counters (claims, completions, retries, dead, stale writes, durations), stream chunks written and open stream readers of this isolate.',
   tags: ['operations'],
   security: bearerSecurity,
   responses: {
@@ -21,11 +21,11 @@ const metricsRoute = createRoute({
   },
 });
 
-export function registerMetricsRoutes(app: App, { skiplock }: RouteDeps): void {
+export function registerMetricsRoutes(app: App, { skiplock, streams }: RouteDeps): void {
   app.openapi(metricsRoute, async (c) => {
     const [stats, flow, limits] = await Promise.all([skiplock.stats(), skiplock.sql.query(flowControlGauges()), skiplock.flowStatus()]);
     const gauges = flow.map((row) => ({ task: String(row.task), paused: toBool(row.paused), debounced: Number(row.debounced) }));
-    const body = renderMetrics(stats, skiplock.tickTotals(), gauges, limits);
+    const body = renderMetrics(stats, skiplock.tickTotals(), gauges, limits, { chunksWritten: skiplock.streamTotals().chunksWritten, readers: streams.readers() });
     return c.text(body, 200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE });
   });
 }

@@ -39,7 +39,7 @@ import { createNeonHttpDriver } from '../../store/drivers/neon-http.ts';
 import type { Sql } from '../../store/sql.ts';
 import { createBackgroundTicks, type WakeDriver } from '../../runtime/wake/index.ts';
 import { createMemoryWakeStore, DEFAULT_IDLE_CHECK_MS, DURABLE_IDLE_CHECK_MS, WAKE_EARLY_MS, type WakeStore } from '../../runtime/wake/index.ts';
-import { callbacksFromEnv, ConfigError, idleCheckMsFromEnv, intFromEnv, tickOptionsFromEnv, type CallbackEnv, type TickEnv } from '../env-options.ts';
+import { callbacksFromEnv, ConfigError, idleCheckMsFromEnv, intFromEnv, streamConnectionMsFromEnv, streamTokensFromEnv, tickOptionsFromEnv, type CallbackEnv, type StreamEnv, type TickEnv } from '../env-options.ts';
 import { inBackground } from './wait-until.ts';
 import type { DurableObjectNamespace } from './runtime-types.ts';
 import { createTickerForwardingStore, type TickerForwarding } from './ticker-client.ts';
@@ -47,7 +47,7 @@ import { createTickerForwardingStore, type TickerForwarding } from './ticker-cli
 /** The forwarding store, also where it was before ticker-client.ts held it (test/platform/cloudflare-forwarding.test.ts). */
 export { createTickerForwardingStore };
 
-export interface Env extends TickEnv, Omit<CallbackEnv, 'API_TOKEN'> {
+export interface Env extends TickEnv, StreamEnv, Omit<CallbackEnv, 'API_TOKEN'> {
   /** Secret (`wrangler secret put DATABASE_URL`): the Neon connection string. */
   DATABASE_URL: string;
   /** Secret: bearer token of /v1/* and /metrics. */
@@ -199,7 +199,7 @@ function createDeployment<Tasks extends TaskList>(
   // Callback URLs (ctx.createCallback): PUBLIC_URL and CALLBACK_SECRET (or API_TOKEN), unless given.
   // Every tick of this skiplock keeps within the invocation's subrequests (an explicit tick() too).
   const budget = { subrequestLimit: httpTick.subrequestLimit, subrequestsPerJob: httpTick.subrequestsPerJob };
-  const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), ...config, tick: { ...budget, ...config.tick }, sql, idleCheckMs });
+  const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), streamTokens: streamTokensFromEnv(env), ...config, tick: { ...budget, ...config.tick }, sql, idleCheckMs });
   const store = alarmMode ? createTickerForwardingStore(env, isolateStore) : isolateStore;
   skiplock.setWakeDriver(workerWakeDriver(env, skiplock, { httpTick, alarmTick }, alarmMode, store));
   // Without a usable API_TOKEN skiplock's routes answer 503 naming it; the rest of the Worker works.
@@ -213,6 +213,7 @@ function createDeployment<Tasks extends TaskList>(
     tokenGuard,
     tick: httpTick,
     maxJobTimeoutMs,
+    streamConnectionMs: streamConnectionMsFromEnv(env),
     // No runInBackground: every write that makes due work starts its tick through the wake driver.
   });
   const maxParallelTicks = intFromEnv(env.MAX_PARALLEL_TICKS, parallel ?? DEFAULT_MAX_PARALLEL_TICKS, 'MAX_PARALLEL_TICKS');

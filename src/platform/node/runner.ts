@@ -53,8 +53,15 @@ export interface NodeRunnerOptions {
    * `(request) => request.headers.get('x-real-ip') ?? undefined`.
    */
   clientAddress?: (request: Request) => string | undefined;
+  /** How long one SSE connection of GET /v1/jobs/{id}/stream is held (AppOptions.streamConnectionMs). Default 25 000. */
+  streamConnectionMs?: number;
   /** Where the start-up line goes (where it listens, its tasks and schedules). Default: console.log. */
   log?: (line: string) => void;
+  /**
+   * The project's own routes, served by the same server: asked first for every request; what it
+   * answers undefined for is skiplock's (the API, the dashboard at `/`). Default: none.
+   */
+  routes?: (request: Request) => Response | undefined | Promise<Response | undefined>;
 }
 
 export interface NodeRunner {
@@ -82,6 +89,7 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
     metricsToken: options.metricsToken,
     platform: 'node',
     ...(options.clientAddress ? { clientAddress: options.clientAddress } : {}),
+    ...(options.streamConnectionMs !== undefined ? { streamConnectionMs: options.streamConnectionMs } : {}),
     tick: { ...options.tick, budgetMs: options.requestTickBudgetMs ?? 30_000, ...stopping },
     // No runInBackground: an enqueue wakes the loop below through the wake driver.
   });
@@ -96,7 +104,9 @@ export async function startNodeRunner(options: NodeRunnerOptions): Promise<NodeR
   });
 
   const hostname = options.hostname ?? '127.0.0.1';
-  const server = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname });
+  const { routes } = options;
+  const fetch: typeof app.fetch = routes ? async (request, ...rest) => (await routes(request)) ?? app.fetch(request, ...rest) : app.fetch;
+  const server = serve({ fetch, port: options.port ?? 8787, hostname });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

@@ -22,7 +22,7 @@ import type { Sql } from '../../store/sql.ts';
 import type { TickOptions } from '../../runtime/tick/index.ts';
 import { createBackgroundTicks, type WakeDriver } from '../../runtime/wake/index.ts';
 import { WAKE_EARLY_MS, type WakeStore } from '../../runtime/wake/index.ts';
-import { callbacksFromEnv, ConfigError, idleCheckMsFromEnv, intFromEnv, tickOptionsFromEnv, type CallbackEnv } from '../env-options.ts';
+import { callbacksFromEnv, ConfigError, idleCheckMsFromEnv, intFromEnv, streamConnectionMsFromEnv, streamTokensFromEnv, tickOptionsFromEnv, type CallbackEnv, type StreamEnv } from '../env-options.ts';
 import { createVercelCron } from './cron.ts';
 import { createQueueTimer, lowersInstant, type QueueTimer, type VercelQueueEnv, type VercelQueueOptions } from './queue-timer.ts';
 import { createRuntimeCacheWakeStore, wakeStateKey } from './wake-store.ts';
@@ -30,7 +30,7 @@ import { createRuntimeCacheWakeStore, wakeStateKey } from './wake-store.ts';
 export type { VercelQueueOptions, VercelQueueSdk } from './queue-timer.ts';
 
 /** The variables the handlers read (process.env). */
-export interface VercelEnv extends CallbackEnv, VercelQueueEnv {
+export interface VercelEnv extends CallbackEnv, StreamEnv, VercelQueueEnv {
   DATABASE_URL?: string;
   API_TOKEN?: string;
   CRON_SECRET?: string;
@@ -191,7 +191,7 @@ function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, max
     if (set.length > 0) throw new ConfigError(`${set.join(', ')} ${set.length > 1 ? 'are' : 'is'} set, but the handler has no \`queue\` option: pass \`queue: { sdk: vercelQueue }\` (import * as vercelQueue from '@vercel/queue') to give Vercel its timer`);
   }
   const sql = sqlFor?.(env) ?? createNeonHttpDriver(env.DATABASE_URL!, env.NEON_FETCH_ENDPOINT ? { fetchEndpoint: env.NEON_FETCH_ENDPOINT } : {});
-  const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), ...config, sql, idleCheckMs: idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs) });
+  const skiplock = createSkiplock<Tasks>({ callbacks: callbacksFromEnv(env, basePath ?? ''), streamTokens: streamTokensFromEnv(env), ...config, sql, idleCheckMs: idleCheckMsFromEnv(env.IDLE_CHECK_MS, config.idleCheckMs) });
   const tick = tickOptionsFromEnv(env, { budgetMs: maxDuration * 1000 - HEADROOM_MS, pollIntervalMs: 1_000 });
   // The wake state in the Runtime Cache, one entry per database and task list (wake-store.ts).
   const stateKey = wakeStateKey(env.DATABASE_URL, [...skiplock.tasks.keys()], (config.schedules ?? []).map((s) => s.name));
@@ -215,6 +215,8 @@ function buildFromEnv<Tasks extends TaskList>(options: VercelOptions<Tasks>, max
     tokenGuard,
     tick,
     maxJobTimeoutMs: longestJobTimeoutMs(tick), // every tick here has this budget: a longer job is refused at enqueue
+    // A stream's connection ends before the function's duration; EventSource resumes with Last-Event-ID.
+    streamConnectionMs: streamConnectionMsFromEnv(env) ?? Math.min(25_000, maxDuration * 1000 - HEADROOM_MS),
     // No runInBackground: every write that makes due work starts its tick through the wake driver.
   });
   return { skiplock, http: mount(app, basePath), cron, timer };

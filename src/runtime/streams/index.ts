@@ -9,3 +9,7 @@ export { DEFAULT_STREAM, STREAM_LIMITS, STREAM_NAME, STREAM_READ_LIMITS } from '
 export { readStreamInputSchema } from './read.ts';
 export type { ReadStreamOptions, ReadStreamResult, StreamChunk } from './read.ts';
 export type { StreamWriter } from './writer.ts';
+export { createStreamHub, STREAM_POLL } from './hub.ts';
+export type { StreamHub, StreamHubOptions, StreamReader } from './hub.ts';
+export { STREAM_TOKEN_LIMITS } from './token.ts';
+export type { StreamTokenOptions } from './token.ts';

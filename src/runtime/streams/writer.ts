@@ -39,6 +39,8 @@ export interface RunStreamsDeps {
   job: Job;
   /** A flush found the lease lost: stop the run. */
   leaseLost(): void;
+  /** Chunks a flush stored (for /metrics: skiplock_stream_chunks_written_total). */
+  written?: ((count: number) => void) | undefined;
 }
 
 export interface RunStreams {
@@ -155,6 +157,7 @@ async function send(s: State): Promise<boolean> {
     try {
       const [row] = await deps.sql.query(flushChunks({ now: deps.now(), jobId: deps.job.id, lockedBy: deps.job.lockedBy ?? '', attempt: deps.job.attempts, chunks: batch }));
       held = Number(row?.held ?? 0) === 1;
+      deps.written?.(Number(row?.written ?? 0));
     } catch (error) {
       s.buffer.unshift(...batch);
       s.bufferedBytes += batch.reduce((sum, c) => sum + c.bytes, 0);

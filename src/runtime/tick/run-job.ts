@@ -51,6 +51,8 @@ export interface RunDeps {
   maxJobTimeoutMs: number;
   /** Signs callback URLs (ctx.createCallback); absent without createSkiplock's `callbacks` option. */
   callbacks?: CallbackSigner | undefined;
+  /** Counts the chunks a run's stream flushes stored (ctx.stream), for /metrics. */
+  streamChunksWritten?: ((count: number) => void) | undefined;
 }
 
 export interface RunningJob {
@@ -113,7 +115,7 @@ function openRun(job: Job, deps: RunDeps): Run {
     job, deps, controller, startedAt, progress, settled, resolve,
     ended: false, reason: undefined, timeoutTimer: undefined, abandonTimer: undefined,
     task, backoff: task?.backoff, nextState: undefined, durable: undefined,
-    streams: createRunStreams({ sql: deps.sql, now: deps.now, job, leaseLost: () => stopRun(run, 'lease-lost') }),
+    streams: createRunStreams({ sql: deps.sql, now: deps.now, job, leaseLost: () => stopRun(run, 'lease-lost'), written: deps.streamChunksWritten }),
   };
   return run;
 }

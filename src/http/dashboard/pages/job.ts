@@ -12,6 +12,7 @@ import { jobWaitFacts } from '../../../store/admin.ts';
 import { toBool } from '../../../store/rows.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 import { restartForm } from '../versions.ts';
+import { streamsSection } from './job-streams.ts';
 
 export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest): Promise<PageResult> {
   const id = c.req.param('id') ?? '';
@@ -20,6 +21,7 @@ export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest
   if (!job) throw new SkiplockError('not_found', `There is no job ${JSON.stringify(id)}.`);
   const [facts] = job.status === 'QUEUED' ? await deps.skiplock.sql.query(jobWaitFacts({ id: job.id })) : [];
   const flow = job.status === 'QUEUED' ? await deps.skiplock.flowWait(job.id) : null;
+  const streams = await streamsSection(deps, job);
 
   const body = html`<div class="title-row">
   <h1>Job #${job.id}</h1>
@@ -53,6 +55,7 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
     ${job.finishedAt ? html`<dt>Created → finished</dt><dd>${formatDuration(job.finishedAt.getTime() - job.createdAt.getTime())} <span class="muted">(waiting and every attempt)</span></dd>` : ''}
   </dl></section>
 </div>
+${streams}
 ${stepsSection(job, now)}
 ${restartForm(job, csrf)}
 ${childrenSection(job)}
