@@ -29,7 +29,7 @@ export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest
   <div class="actions">${jobActions(job, csrf, `/jobs/${job.id}`, false, now)}</div>
 </div>
 ${job.status === 'QUEUED' ? html`<p class="subtitle" data-waiting>${waitingReason(job, now, facts !== undefined && toBool(facts.task_paused), typeof facts?.debounce_key === 'string' ? facts.debounce_key : null)}</p>` : ''}
-${job.status === 'WAITING' ? html`<p class="subtitle" data-waiting>${waitingForChildren(job, now)}</p>` : ''}
+${job.status === 'WAITING' ? html`<p class="subtitle" data-waiting>${job.pendingChildren > 0 ? waitingForChildren(job, now) : waitingReason(job, now, false, null)}</p>` : ''}
 <p class="subtitle">Task <a href="/jobs?${new URLSearchParams({ task: job.task }).toString()}">${job.task}</a>${
     job.scheduleName ? html` · fired by schedule <a href="/schedules">${job.scheduleName}</a>${job.scheduledFor ? ` for ${formatTime(job.scheduledFor)}` : ''}` : ''
   }</p>
@@ -44,7 +44,7 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
     ${parentFact(job)}
     ${observabilityFacts(job)}
     ${job.status === 'QUEUED' ? html`<dt>Waiting</dt><dd>${flowWaitingReason(job, flow, now, facts !== undefined && toBool(facts.task_paused))}</dd>` : ''}
-    ${job.status === 'WAITING' ? html`<dt>Waiting</dt><dd>for ${job.pendingChildren.toLocaleString('en-US')} ${job.pendingChildren === 1 ? 'child' : 'children'} to end</dd>` : ''}
+    ${job.status === 'WAITING' ? html`<dt>Waiting</dt><dd>${job.pendingChildren > 0 ? html`for ${job.pendingChildren.toLocaleString('en-US')} ${job.pendingChildren === 1 ? 'child' : 'children'} to end` : flowWaitingReason(job, null, now)}</dd>` : ''}
     ${lease(job, now)}
   </dl></section>
   <section class="card"><h2>Timings</h2><dl class="facts">
@@ -67,7 +67,7 @@ ${attemptTimeline(job, now)}
   return { title: `Job #${job.id}`, section: job.status === 'DEAD' ? 'dead' : 'jobs', body, notice: noticeOf(c) };
 }
 
-/** Why a QUEUED job has not run yet, in order of what holds it back first. */
+/** Why a QUEUED job (or a WAITING one asleep or waiting for an event) has not run yet, in order of what holds it back first. */
 function waitingReason(job: JobDetail, now: number, taskPaused: boolean, debounceKey: string | null): Html {
   const reasons: Html[] = [];
   const sleep = currentSleep(job, now);
@@ -133,7 +133,10 @@ export function jobActions(job: Job, csrf: string, returnTo: string, inRow = fal
     case 'RUNNING':
       return job.cancelRequested ? html`` : button('cancel', 'Request cancel', 'danger');
     case 'WAITING':
-      return button('cancel', 'Cancel', 'danger');
+      // "Run now" for a sleep (its step's wake instant is its runAt): rescheduleJob, due now.
+      return now !== undefined && 'steps' in job && currentSleep(job as JobDetail, now)
+        ? html`${button('run-now', 'Run now', 'primary')} ${button('cancel', 'Cancel', 'danger')}`
+        : button('cancel', 'Cancel', 'danger');
     case 'DONE':
       return html``;
   }
