@@ -54,10 +54,12 @@ import { BIN, installExample, NODE, pack, removeDir, ROOT, sh, type PackedPackag
  * issue 32's short units 2.6 KiB more (the bundle keeps function names, and each unit cut out of a
  * long function is a named one): 231.9 KiB; streams' writer (issue 34) and ctx.waitForAny
  * (issue 35) 3.6 KiB more: 235.5 KiB. Then streams' read side (issue 34: the SSE route and hono's
- * streaming helper, the shared poll, read tokens, their schemas) 4.5 KiB more: 240.0 KiB.
+ * streaming helper, the shared poll, read tokens, their schemas) 4.5 KiB more: 240.0 KiB. Issue
+ * 33's data model (the statements write two tables: the queue's and the record's CTEs, src/store/
+ * queue.ts, cancel.ts, retry.ts) 4.4 KiB more: 244.4 KiB.
  * The limit is that plus 1 KiB.
  */
-const WORKER_GZIP_LIMIT = (240.0 + 1) * 1024;
+const WORKER_GZIP_LIMIT = (244.4 + 1) * 1024;
 
 let packed: PackedPackage;
 const dirs: string[] = [];
@@ -240,7 +242,7 @@ describe('examples/cloudflare-worker', () => {
     await sh(join(BIN, 'tsc'), ['--noEmit', '-p', 'tsconfig.es2021.json'], { cwd: dir });
   });
 
-  test('wrangler deploy --dry-run: at most 1 KiB over its measured size (240.0 KiB gzipped), and pg is not in it', async () => {
+  test('wrangler deploy --dry-run: at most 1 KiB over its measured size (244.4 KiB gzipped), and pg is not in it', async () => {
     const out = join(dir, 'out');
     const { stdout } = await sh(join(BIN, 'wrangler'), ['deploy', '--dry-run', '--outdir', out, '--metafile', join(out, 'meta.json')], {
       cwd: dir,
