@@ -5,7 +5,8 @@
  *  - the Worker bundles (`wrangler deploy --dry-run`) no larger than before the package, without `pg`;
  *  - the Next.js app builds (`next build`, offline); under `next start` with the Queue Service
  *    stand-in and no cron, a delayed job and a workflow's sleep start, woken by Vercel Queues
- *    (MEASURE_NEXT_QUEUE=<runs> also measures how late);
+ *    (MEASURE_NEXT_QUEUE=<runs> also measures how late), and its /ask page, in headless Chromium,
+ *    shows a streamed answer while the job runs and resumes after a reload;
  *  - the Node example, compiled by tsc, runs under plain `node` (type stripping off) on the
  *    PostgreSQL that `npx skiplock dev` starts: a job enqueued over HTTP with skiplock/client is
  *    DONE, and SIGINT stops `skiplock dev` and its postgres.
@@ -24,6 +25,8 @@ import { statement } from '../../src/store/sql.ts';
 import { packageReadme, README_REF } from '../../src/dev/packed-readme.ts';
 import { startQueueService, type QueueService } from '../../src/dev/queue-service.ts';
 import { linkTargets } from '../docs/links.ts';
+import { launchChromium } from '../http/chromium.ts';
+import { askAndFollow } from '../http/streams-browser-support.ts';
 import { BIN, installExample, NODE, pack, removeDir, ROOT, sh, type PackedPackage } from './install.ts';
 
 /**
@@ -279,6 +282,10 @@ describe('examples/nextjs', () => {
     await sh(join(BIN, 'tsc'), ['--noEmit', '-p', '.'], { cwd: dir });
   });
 
+  test("its /ask page and fake model are examples/node's, unchanged", async () => {
+    for (const file of ['ask-page.ts', 'fake-model.ts']) expect(await readFile(join(ROOT, 'examples/nextjs/lib', file), 'utf8'), file).toBe(await readFile(join(ROOT, 'examples/node/src', file), 'utf8'));
+  });
+
   test('next build, offline', async () => {
     // Turbopack refuses files outside its root, and node_modules here are links into this
     // repository: widen the root (a user's real install needs no such line).
@@ -286,6 +293,7 @@ describe('examples/nextjs', () => {
     await sh(NODE, [join(dir, 'node_modules/next/dist/bin/next'), 'build'], { cwd: dir, env: { NEXT_TELEMETRY_DISABLED: '1' } });
     expect((await stat(join(dir, '.next/server/app/api/skiplock/[[...path]]/route.js'))).isFile()).toBe(true);
     expect((await stat(join(dir, '.next/server/app/api/signup/route.js'))).isFile()).toBe(true);
+    expect((await stat(join(dir, '.next/server/app/ask/route.js'))).isFile()).toBe(true);
   }, 420_000);
 
   test('next start, on the database of npx skiplock dev through the Neon HTTP driver: the app enqueues, the tick route runs the job', async () => {
@@ -356,6 +364,32 @@ describe('examples/nextjs', () => {
       await stack.stop();
     }
   }, 180_000);
+
+  test("next start, in headless Chromium: the /ask page shows the answer while the job runs, and resumes after a reload with nothing twice", async () => {
+    // The example's answer task, page and routes (lib/ask-routes.ts, app/ask/...), the stream read
+    // from the app's skiplock route (/api/skiplock/v1/jobs/:id/stream) with a per-job token
+    // signed by API_TOKEN; the job starts in the background of the POST /ask that enqueues it.
+    // The same check as the Node runner's (test/http/streams.browser.test.ts) and workerd's.
+    const stack = await startNextWithQueue(dir);
+    const browser = await launchChromium({ viewport: { width: 1100, height: 800 } }).catch(async (error: unknown) => {
+      await stack.stop();
+      throw error;
+    });
+    try {
+      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+      const problems: string[] = [];
+      page.on('console', (message) => {
+        if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+      });
+      page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+      const client = createClient({ url: `${stack.base}/api/skiplock`, token: stack.token });
+      await askAndFollow(page, stack.base, (id) => client.getJob(id));
+      expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
+      await stack.stop();
+    }
+  }, 240_000);
 
   // The measurement (issue 31 item 3), not run by default: MEASURE_NEXT_QUEUE=<runs> npx vitest run
   // test/package/examples.test.ts -t nextjs. Start after due, read from the database (started_at −

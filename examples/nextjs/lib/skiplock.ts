@@ -3,6 +3,7 @@ import * as vercelQueue from '@vercel/queue';
 import { defineSchedule, defineTask } from 'skiplock';
 import { createNextHandlers } from 'skiplock/vercel';
 import * as z from 'zod';
+import { fakeAnswer } from './fake-model';
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -31,7 +32,27 @@ export const dailyReport = defineTask({
   handler: async () => ({ reportedAt: new Date().toISOString() }),
 });
 
-export const tasks = [sendWelcome, onboarding, dailyReport];
+/**
+ * Streams an answer chunk by chunk (docs/streams.md): each token is written to the job's stream
+ * as it comes (buffered, stored within 100 ms), and the page at /ask shows it as it arrives.
+ */
+export const answer = defineTask({
+  name: 'answer',
+  payload: z.object({ question: z.string().min(1).max(500) }),
+  // An answer takes seconds, well within a tick of this function (maxDuration 60 s).
+  timeoutMs: 20_000,
+  handler: async ({ question }, ctx) => {
+    const out = ctx.stream();
+    let text = '';
+    for await (const token of fakeAnswer(question, { signal: ctx.signal })) {
+      out.write(token);
+      text += token;
+    }
+    return { answer: text };
+  },
+});
+
+export const tasks = [sendWelcome, onboarding, dailyReport, answer];
 
 /**
  * Served at /api/skiplock/* (app/api/skiplock/[[...path]]/route.ts). Work due later (a `runAt`, a
