@@ -4,6 +4,7 @@
  * knows — unguessable, and checked before any statement runs. Web Crypto, so it works on Workers.
  */
 import { permanentTypeError } from '../../core/errors.ts';
+import { createHmac, fromBase64Url, toBase64Url } from '../../core/hmac.ts';
 
 export interface CallbackOptions {
   /**
@@ -28,23 +29,7 @@ export interface CallbackSigner {
 
 const encoder = new TextEncoder();
 
-function toBase64Url(bytes: Uint8Array): string {
-  let binary = '';
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-}
-
-function fromBase64Url(text: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
-  try {
-    const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4));
-    return Uint8Array.from(binary, (c) => c.charCodeAt(0));
-  } catch {
-    return null;
-  }
-}
-
-const message = (jobId: string, stepId: string) => encoder.encode(`skiplock-callback\n${jobId}\n${stepId}`);
+const message = (jobId: string, stepId: string) => `skiplock-callback\n${jobId}\n${stepId}`;
 
 export function createCallbackSigner(options: CallbackOptions): CallbackSigner {
   if (typeof options?.secret !== 'string' || options.secret.length < 16) throw new TypeError('callbacks.secret must be a string of at least 16 characters');
@@ -55,10 +40,10 @@ export function createCallbackSigner(options: CallbackOptions): CallbackSigner {
     throw new TypeError(`callbacks.publicUrl must be an absolute URL, got ${JSON.stringify(options.publicUrl)}`);
   }
   const prefix = base.href.replace(/\/+$/, '');
-  const key = crypto.subtle.importKey('raw', encoder.encode(options.secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+  const hmac = createHmac(options.secret);
   return {
     async urlFor(jobId, stepId) {
-      const signature = new Uint8Array(await crypto.subtle.sign('HMAC', await key, message(jobId, stepId)));
+      const signature = await hmac.sign(message(jobId, stepId));
       return `${prefix}/v1/callbacks/${jobId}.${toBase64Url(encoder.encode(stepId))}.${toBase64Url(signature)}`;
     },
     async verify(token) {
@@ -73,8 +58,7 @@ export function createCallbackSigner(options: CallbackOptions): CallbackSigner {
       } catch {
         return null;
       }
-      // crypto.subtle.verify compares in constant time.
-      const ok = await crypto.subtle.verify('HMAC', await key, signature, message(parts[0]!, stepId));
+      const ok = await hmac.verify(signature, message(parts[0]!, stepId));
       return ok ? { jobId: parts[0]!, stepId } : null;
     },
   };

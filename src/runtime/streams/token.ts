@@ -6,6 +6,7 @@
  * Web Crypto, so it works on Workers.
  */
 import { SkiplockError } from '../../core/errors.ts';
+import { createHmac, fromBase64Url, toBase64Url } from '../../core/hmac.ts';
 import { isJobId } from '../../core/job-id.ts';
 
 export const STREAM_TOKEN_LIMITS = {
@@ -31,27 +32,11 @@ export interface StreamTokenSigner {
   verify(token: string): Promise<{ jobId: string; expiresAt: Date } | null>;
 }
 
-const encoder = new TextEncoder();
-const message = (jobId: string, expiresAt: string) => encoder.encode(`skiplock-stream\n${jobId}\n${expiresAt}`);
-
-function toBase64Url(bytes: Uint8Array): string {
-  let binary = '';
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-}
-
-function fromBase64Url(text: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9_-]{43}$/.test(text)) return null;
-  try {
-    return Uint8Array.from(atob(text.replace(/-/g, '+').replace(/_/g, '/') + '='), (c) => c.charCodeAt(0));
-  } catch {
-    return null;
-  }
-}
+const message = (jobId: string, expiresAt: string) => `skiplock-stream\n${jobId}\n${expiresAt}`;
 
 export function createStreamTokenSigner(options: StreamTokenOptions, now: () => number = Date.now): StreamTokenSigner {
   if (typeof options?.secret !== 'string' || options.secret.length < 16) throw new TypeError('streamTokens.secret must be a string of at least 16 characters');
-  const key = crypto.subtle.importKey('raw', encoder.encode(options.secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+  const hmac = createHmac(options.secret);
   return {
     async sign(jobId, { ttlMs = STREAM_TOKEN_LIMITS.defaultTtlMs } = {}) {
       if (typeof jobId !== 'string' || !isJobId(jobId)) throw new SkiplockError('invalid_request', 'a job id is a positive integer, as a string', [{ path: ['jobId'], message: 'not a job id' }]);
@@ -59,16 +44,14 @@ export function createStreamTokenSigner(options: StreamTokenOptions, now: () => 
       if (typeof ttlMs !== 'number' || !Number.isInteger(ttlMs) || ttlMs < minTtlMs || ttlMs > maxTtlMs)
         throw new SkiplockError('invalid_request', `ttlMs must be an integer from ${minTtlMs} to ${maxTtlMs} (24 hours), got ${String(ttlMs)}`, [{ path: ['ttlMs'], message: 'out of range' }]);
       const expiresAt = String(now() + ttlMs);
-      const signature = new Uint8Array(await crypto.subtle.sign('HMAC', await key, message(jobId, expiresAt)));
+      const signature = await hmac.sign(message(jobId, expiresAt));
       return `${jobId}.${expiresAt}.${toBase64Url(signature)}`;
     },
     async verify(token) {
       const parts = typeof token === 'string' ? token.split('.') : [];
       if (parts.length !== 3 || !/^\d{1,19}$/.test(parts[0]!) || !/^\d{1,15}$/.test(parts[1]!)) return null;
       const signature = fromBase64Url(parts[2]!);
-      if (!signature || signature.length !== 32) return null;
-      // crypto.subtle.verify compares in constant time.
-      if (!(await crypto.subtle.verify('HMAC', await key, signature, message(parts[0]!, parts[1]!)))) return null;
+      if (!signature || signature.length !== 32 || !(await hmac.verify(signature, message(parts[0]!, parts[1]!)))) return null;
       const expiresAt = Number(parts[1]);
       return expiresAt > now() ? { jobId: parts[0]!, expiresAt: new Date(expiresAt) } : null;
     },
