@@ -11,7 +11,7 @@ import type { FlowLimitRow } from './flow.ts';
 import { appendAttempt } from './history.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
-import { recordEnd } from './queue.ts';
+import { recordEnd, settleCtes } from './queue.ts';
 import { pendingEventsExist, registerTasksCte, subscriptionValues, type RegisteredTaskRow, type Subscriptions } from './event-subscriptions.ts';
 
 /** A finished run, as the tick writes it back. */
@@ -226,25 +226,15 @@ const GENERAL_WRITE = (fanIn: boolean) => `results AS MATERIALIZED (
               progress jsonb, trace text, run_at timestamptz, event_wait boolean)
      ),
      ${outcomeCte()},
-     kept AS (
-       UPDATE skiplock.queue j SET
-         status = o.status, attempts = o.attempts, last_error = o.last_error, run_at = o.run_at, progress = o.progress, history = o.history,
-         locked_by = NULL, locked_until = NULL, cancel_requested = false, wait_woken = false, updated_at = ${NOW}
-       FROM outcome o
-       WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE status IN ('QUEUED', 'WAITING'))) AND j.id = o.id
-       RETURNING j.id
-     ),
-     gone AS (
-       DELETE FROM skiplock.queue j WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE status IN ('DONE', 'DEAD', 'CANCELLED')))
-       RETURNING j.id
-     ),
-     ended AS MATERIALIZED (SELECT * FROM outcome WHERE status IN ('DONE', 'DEAD', 'CANCELLED')),
-     recorded AS (
-       ${recordEnd('ended', {
-         status: 'e.status', finished_at: NOW, result: `CASE WHEN e.status = 'DONE' THEN e.result END`,
+     ${settleCtes({
+       outcome: 'outcome', status: 'status',
+       keep: { attempts: 'o.attempts', last_error: 'o.last_error', run_at: 'o.run_at', progress: 'o.progress', history: 'o.history' },
+       end: {
+         result: `CASE WHEN e.status = 'DONE' THEN e.result END`,
          finished_by: `CASE WHEN e.status = 'DONE' THEN e.locked_by END`, finished_traceparent: `CASE WHEN e.status = 'DONE' THEN e.trace END`,
-       }, 'r.id, r.schedule_state, r.parent_step')}
-     ),
+       },
+       returning: 'r.id, r.schedule_state, r.parent_step',
+     })},
      -- Read by the answer before the claim runs, so the writes above are done by then: a limited
      -- claim (claim_limited_jobs) counts the key's RUNNING jobs after this batch left them.
      written AS (

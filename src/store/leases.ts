@@ -9,7 +9,7 @@ import { NOW, clock, leaseUntil, type Clock } from './clock.ts';
 import { appendAttempt } from './history.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
-import { recordEnd } from './queue.ts';
+import { settleCtes } from './queue.ts';
 
 /**
  * After a claiming statement failed (it may have committed with its answer lost): gives back the
@@ -35,14 +35,12 @@ export function releaseUnseenClaims(p: { now: Clock; workerId: string; known: re
                              AND (c.locked_by = $2 OR starts_with(c.locked_by, $2 || '#')) AND NOT (c.id = ANY ($3::bigint[])))
         FOR UPDATE OF j
      ),
-     kept AS (
-       UPDATE skiplock.queue j SET status = 'QUEUED', attempts = j.attempts - 1, run_at = ${NOW}, history = o.next_history,
-              locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
-         FROM outcome o WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE next_status = 'QUEUED')) AND j.id = o.id
-     ),
-     gone AS (DELETE FROM skiplock.queue j WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE next_status = 'CANCELLED'))),
-     ended AS MATERIALIZED (SELECT * FROM outcome WHERE next_status = 'CANCELLED'),
-     recorded AS (${recordEnd('ended', { status: `'CANCELLED'`, finished_at: NOW, history: 'e.next_history' }, 'r.parent_step, r.id')}),
+     ${settleCtes({
+       outcome: 'outcome', status: 'next_status',
+       keep: { attempts: 'o.attempts - 1', run_at: NOW, history: 'o.next_history' },
+       end: { history: 'e.next_history' },
+       returning: 'r.parent_step, r.id',
+     })},
      released AS (
        SELECT o.id, o.next_status AS status, NULL::jsonb AS result, o.last_error, o.parent_id, r.parent_step
          FROM outcome o LEFT JOIN recorded r ON r.id = o.id
@@ -111,16 +109,12 @@ export function reapExpiredLeases(p: { now: Clock; limit: number }): Statement {
         -- Locked already: this reads each row's latest version (a cancel asked since the snapshot).
         FOR UPDATE OF j
      ),
-     kept AS (
-       UPDATE skiplock.queue j SET status = 'QUEUED', run_at = ${NOW}, last_error = o.next_error, history = o.next_history,
-              locked_by = NULL, locked_until = NULL, cancel_requested = false, updated_at = ${NOW}
-         FROM outcome o WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE next_status = 'QUEUED')) AND j.id = o.id
-     ),
-     gone AS (DELETE FROM skiplock.queue j WHERE j.id = ANY (ARRAY(SELECT id FROM outcome WHERE next_status <> 'QUEUED'))),
-     ended AS MATERIALIZED (SELECT * FROM outcome WHERE next_status <> 'QUEUED'),
-     recorded AS (
-       ${recordEnd('ended', { status: 'e.next_status', finished_at: NOW, last_error: 'e.next_error', history: 'e.next_history' }, 'r.parent_step, r.id')}
-     ),
+     ${settleCtes({
+       outcome: 'outcome', status: 'next_status',
+       keep: { run_at: NOW, last_error: 'o.next_error', history: 'o.next_history' },
+       end: { last_error: 'e.next_error', history: 'e.next_history' },
+       returning: 'r.parent_step, r.id',
+     })},
      reaped AS (
        SELECT o.id, o.next_status AS status, NULL::jsonb AS result, o.next_error AS last_error, o.parent_id, r.parent_step
          FROM outcome o LEFT JOIN recorded r ON r.id = o.id

@@ -74,7 +74,7 @@ const LIVE = new Set([
 ]);
 
 /** Every column of a job row, in the view's order. */
-const JOB_ROW = [
+export const JOB_ROW = [
   'id', 'task', 'payload', 'status', 'priority', 'run_at', 'attempts', 'max_attempts', 'timeout_ms', 'locked_by', 'locked_until',
   'cancel_requested', 'last_error', 'result', 'idempotency_key', 'schedule_name', 'scheduled_for', 'created_at', 'updated_at',
   'finished_at', 'schedule_state', 'started_at', 'history', 'progress', 'traceparent', 'flow_key', 'rate_key', 'debounce_key',
@@ -93,7 +93,7 @@ export const liveJobColumns = (record: string, queue: string) =>
   JOB_ROW.map((c) => (c === 'run_at' ? `coalesce(${queue}.run_at, ${record}.run_at) AS run_at` : LIVE.has(c) ? `${queue}.${c}` : `${record}.${c}`)).join(', ');
 
 /** The queue's columns (migration 021). */
-const QUEUE_COLUMNS = [
+export const QUEUE_COLUMNS = [
   'id', 'task', 'status', 'priority', 'run_at', 'attempts', 'max_attempts', 'timeout_ms', 'locked_by', 'locked_until', 'cancel_requested',
   'last_error', 'created_at', 'updated_at', 'started_at', 'history', 'progress', 'flow_key', 'rate_key', 'rate_attempt', 'debounce_key',
   'parent_id', 'pending_children', 'step_count', 'wait_woken', 'cancel_on', 'schedule_name',
@@ -109,4 +109,32 @@ export function queueFromRecord(from: string, set: Readonly<Record<string, strin
     set[c] ?? (c === 'locked_by' || c === 'locked_until' || c === 'debounce_key' ? 'NULL' : c === 'cancel_requested' || c === 'wait_woken' ? 'false' : `x.${c}`);
   return `INSERT INTO skiplock.queue (${QUEUE_COLUMNS.join(', ')})
        SELECT ${QUEUE_COLUMNS.map(value).join(', ')} FROM ${from} x`;
+}
+
+/**
+ * The CTEs that carry out an outcome decided on locked queue rows: `outcome` names a CTE with each
+ * job's `id` and its new status in column `status` (QUEUED or WAITING: still live; DONE, DEAD or
+ * CANCELLED: ended). `kept` updates the live ones' queue rows with `keep` (SQL over alias `o`) and
+ * lets go of their lease; `gone` deletes the ended ones' queue rows, and `recorded` writes their
+ * records (recordEnd with `end` over alias `e`, answering `returning`). kept and gone answer the
+ * ids they wrote. The result write (src/store/claim.ts), the reaper and the give-back of unseen
+ * claims (src/store/leases.ts) end this way.
+ */
+export function settleCtes(p: { outcome: string; status: string; keep: Readonly<Record<string, string>>; end: Readonly<Record<string, string>>; returning: string }): string {
+  const live = `${p.status} IN ('QUEUED', 'WAITING')`;
+  const keep = { status: `o.${p.status}`, ...p.keep, locked_by: 'NULL', locked_until: 'NULL', cancel_requested: 'false', wait_woken: 'false', updated_at: NOW };
+  return `kept AS (
+       UPDATE skiplock.queue j SET ${Object.entries(keep).map(([c, v]) => `${c} = ${v}`).join(', ')}
+         FROM ${p.outcome} o
+        WHERE j.id = ANY (ARRAY(SELECT id FROM ${p.outcome} WHERE ${live})) AND j.id = o.id
+       RETURNING j.id
+     ),
+     gone AS (
+       DELETE FROM skiplock.queue j WHERE j.id = ANY (ARRAY(SELECT id FROM ${p.outcome} WHERE NOT (${live})))
+       RETURNING j.id
+     ),
+     ended AS MATERIALIZED (SELECT * FROM ${p.outcome} WHERE NOT (${live})),
+     recorded AS (
+       ${recordEnd('ended', { status: `e.${p.status}`, finished_at: NOW, ...p.end }, p.returning)}
+     )`;
 }

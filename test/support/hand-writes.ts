@@ -7,20 +7,12 @@
  * its queue row, every job's whole row in its record (the record's CHECKs judge it, the queue's
  * too while it is live). Nothing in src/ writes through the view: src/store tests that.
  */
+import { JOB_ROW, QUEUE_COLUMNS } from '../../src/store/queue.ts';
 import { statement, type Statement } from '../../src/store/sql.ts';
 
-const JOB = [
-  'id', 'task', 'payload', 'status', 'priority', 'run_at', 'attempts', 'max_attempts', 'timeout_ms', 'locked_by', 'locked_until',
-  'cancel_requested', 'last_error', 'result', 'idempotency_key', 'schedule_name', 'scheduled_for', 'created_at', 'updated_at',
-  'finished_at', 'schedule_state', 'started_at', 'history', 'progress', 'traceparent', 'flow_key', 'rate_key', 'debounce_key',
-  'parent_id', 'parent_step', 'pending_children', 'step_count', 'finished_by', 'finished_traceparent', 'rate_attempt', 'wait_woken',
-  'cancel_on',
-];
-const QUEUE = [
-  'id', 'task', 'status', 'priority', 'run_at', 'attempts', 'max_attempts', 'timeout_ms', 'locked_by', 'locked_until', 'cancel_requested',
-  'last_error', 'created_at', 'updated_at', 'started_at', 'history', 'progress', 'flow_key', 'rate_key', 'rate_attempt', 'debounce_key',
-  'parent_id', 'pending_children', 'step_count', 'wait_woken', 'cancel_on', 'schedule_name',
-];
+/** The view's columns the trigger writes into the record (failed_status it derives from the status). */
+const JOB = JOB_ROW.filter((c) => c !== 'failed_status');
+const QUEUE = QUEUE_COLUMNS;
 const DEFAULTS: Record<string, string> = {
   payload: `'{}'::jsonb`, status: `'QUEUED'`, priority: '0', run_at: 'now()', attempts: '0', max_attempts: '5', timeout_ms: '10000',
   cancel_requested: 'false', created_at: 'now()', updated_at: 'now()', history: `'[]'::jsonb`, pending_children: '0', step_count: '0',

@@ -1,3 +1,5 @@
+import { queueFromRecord } from '../../src/store/queue.ts';
+
 /**
  * Benches and load tests insert many jobs by hand, in one statement, without the enqueue's
  * per-job work: `seeded(insert)` turns an `INSERT INTO skiplock.job_record (…) SELECT …` into a
@@ -7,13 +9,12 @@
 export function seeded(recordInsert: string, answer = 'count(*)::int AS n'): string {
   return `WITH r AS (${recordInsert} RETURNING *),
      q AS (
-       INSERT INTO skiplock.queue (id, task, status, priority, run_at, attempts, max_attempts, timeout_ms, locked_by, locked_until,
-                                   last_error, created_at, updated_at, started_at, history, flow_key, rate_key, parent_id,
-                                   pending_children, step_count, cancel_on, schedule_name)
-       SELECT id, task, status, priority, CASE WHEN status = 'WAITING' THEN NULL ELSE run_at END, attempts, max_attempts, timeout_ms, locked_by, locked_until,
-              last_error, created_at, updated_at, started_at, history, flow_key, rate_key, parent_id,
-              pending_children, step_count, cancel_on, schedule_name
-         FROM r WHERE status IN ('QUEUED', 'RUNNING', 'WAITING')
+       ${queueFromRecord('r', {
+         // A hand-made RUNNING row keeps its lease; a WAITING one gets no wake instant.
+         ...Object.fromEntries(['locked_by', 'locked_until', 'cancel_requested', 'wait_woken', 'debounce_key'].map((c) => [c, `x.${c}`])),
+         run_at: `CASE WHEN x.status = 'WAITING' THEN NULL ELSE x.run_at END`,
+       })}
+        WHERE x.status IN ('QUEUED', 'RUNNING', 'WAITING')
      )
      SELECT ${answer} FROM r`;
 }
