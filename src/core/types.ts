@@ -42,6 +42,10 @@ export interface Job<Payload = unknown> {
   pendingChildren: number;
   /** How many durable steps (ctx.step, ctx.sleep, ctx.invoke) the job has recorded. */
   stepCount: number;
+  /** The key it takes turns under (fair share: docs/flow-control.md); null without one. */
+  fairnessKey: string | null;
+  /** For a job of a task with `batch`: the key its batches are made of ('' without `batch.key`); null otherwise. */
+  batchKey: string | null;
 }
 
 /**

@@ -222,8 +222,10 @@ export function jobStats(p: { now: Clock; doneLimit?: number }): Statement {
        CASE WHEN (SELECT n FROM sampled) > $2::int THEN (SELECT rows FROM estimate) END AS done_estimate,
        CASE WHEN (SELECT n FROM sampled) > $2::int AND (SELECT rows FROM estimate) IS NULL
             THEN (SELECT count(*) FROM skiplock.job_record WHERE status = 'DONE') END AS done_exact,
-       (SELECT coalesce(greatest(0, extract(epoch FROM ${NOW} - min(run_at)) * 1000), 0)::float8
-          FROM skiplock.queue WHERE status <> 'RUNNING' AND run_at IS NOT NULL AND run_at <= ${NOW}) AS oldest_queued_age_ms`,
+       (SELECT coalesce(greatest(0, extract(epoch FROM ${NOW} - least(
+          -- The plain claim's index (migration 022), and the fair jobs' (023): a few probes.
+          (SELECT min(run_at) FROM skiplock.queue WHERE status <> 'RUNNING' AND run_at IS NOT NULL AND fair_key IS NULL AND batch_key IS NULL AND run_at <= ${NOW}),
+          (SELECT f FROM skiplock.next_fair_at(NULL, 2147483647) AS f WHERE f <= ${NOW}))) * 1000), 0)::float8) AS oldest_queued_age_ms`,
     [clock(p.now), p.doneLimit ?? STATS_DONE_EXACT_LIMIT],
   );
 }
@@ -260,6 +262,8 @@ export function rescheduleJob(p: {
   /** With a new payload: its flow-control keys (src/runtime/flow/keys.ts). */
   flow_key?: string | null;
   rate_key?: string | null;
+  fair_key?: string | null;
+  batch_key?: string | null;
   priority: number | null;
 }): Statement {
   return answerOne(
@@ -281,6 +285,8 @@ export function rescheduleJob(p: {
          run_at: `coalesce($3::timestamptz, ${NOW} + $4::bigint ${MS}, x.run_at)`,
          flow_key: `CASE WHEN $6::boolean THEN $8 ELSE x.flow_key END`,
          rate_key: `CASE WHEN $6::boolean THEN $9 ELSE x.rate_key END`,
+         fair_key: `CASE WHEN $6::boolean THEN $10 ELSE x.fair_key END`,
+         batch_key: `CASE WHEN $6::boolean THEN $11 ELSE x.batch_key END`,
          priority: `coalesce($7::smallint, x.priority)`,
          updated_at: NOW,
          ...Object.fromEntries(['locked_by', 'locked_until', 'debounce_key', 'cancel_requested', 'wait_woken'].map((c) => [c, `x.${c}`])),
@@ -288,7 +294,7 @@ export function rescheduleJob(p: {
        RETURNING *
      ),
      repaid AS (
-       UPDATE skiplock.job_record r SET payload = $5::jsonb
+       UPDATE skiplock.job_record r SET payload = $5::jsonb, fair_key = $10, batch_key = $11
         WHERE $6::boolean AND r.id = ANY (ARRAY(SELECT id FROM target))
        RETURNING r.*
      ),
@@ -298,7 +304,7 @@ export function rescheduleJob(p: {
        SELECT r.* FROM skiplock.job_record r WHERE r.id = ANY (ARRAY(SELECT id FROM target)) AND NOT $6::boolean
      ),
      changed AS (SELECT ${liveJobColumns('r', 'm')} FROM moved m JOIN rec r ON r.id = m.id)`,
-    [clock(p.now), p.id, p.runAt, p.delayMs, p.hasPayload ? JSON.stringify(p.payload) : null, p.hasPayload, p.priority, p.flow_key ?? null, p.rate_key ?? null],
+    [clock(p.now), p.id, p.runAt, p.delayMs, p.hasPayload ? JSON.stringify(p.payload) : null, p.hasPayload, p.priority, p.flow_key ?? null, p.rate_key ?? null, p.fair_key ?? null, p.batch_key ?? null],
   );
 }
 

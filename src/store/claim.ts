@@ -292,7 +292,7 @@ function doneWrite(p: CompleteAndClaimParams, values: unknown[]): string {
  * PostgreSQL and parsed back by the driver for every job of every batch.
  */
 const CLAIMED_COLUMNS = `j.id, j.task, j.priority, j.attempts, j.max_attempts, j.timeout_ms, j.cancel_requested, j.last_error,
-         j.schedule_name, j.history, j.parent_id, j.pending_children, j.step_count, j.flow_key, j.rate_key, ${epochMs('j.run_at')} AS run_at_ms,
+         j.schedule_name, j.history, j.parent_id, j.pending_children, j.step_count, j.flow_key, j.rate_key, j.fair_key, j.batch_key, ${epochMs('j.run_at')} AS run_at_ms,
          ${epochMs('j.locked_until')} AS locked_until_ms, ${epochMs('j.created_at')} AS created_at_ms,
          ${epochMs('j.started_at')} AS started_at_ms`;
 /** The claimed jobs' columns that only the record holds. */
@@ -329,10 +329,25 @@ export const unpausedLimits = (param: string) =>
      WHERE NOT EXISTS (SELECT 1 FROM skiplock.paused_task p WHERE p.name = e->>'task'))`;
 
 
-/** migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say. */
-const CLAIM_PLAIN = `next AS MATERIALIZED (
-       -- migrations/003_claim_plan.sql: the ordered scan of job_claim_idx, whatever the statistics say
-       SELECT id FROM skiplock.claimable_jobs($4, ${NOW}, $5, ${unpaused('$8')}) AS id
+/**
+ * The claim of `lim` jobs of the tasks `tasks` (a parameter): the plain claim (migration 003: the
+ * ordered scan of job_claim_idx, whatever the statistics say) — or, while the queue holds a fair
+ * job, the fair claim (migration 023), which takes the levels' lanes in turn, the jobs without a key
+ * being one of them. Which one is one probe of job_fair_due_idx, empty unless some job has a
+ * fairness key; the function not chosen is not called (a one-time filter).
+ */
+const claimOf = (lim: string, tasks: string) => `SELECT id FROM skiplock.claimable_jobs(${lim}, ${NOW}, $5, ${unpaused(tasks)}) AS id WHERE NOT (SELECT fair FROM fair_queued)
+       UNION ALL
+       SELECT id FROM skiplock.claim_fair_jobs(${lim}, ${NOW}, $5, ${unpaused(tasks)}) AS id WHERE (SELECT fair FROM fair_queued)`;
+
+const FAIR_QUEUED = `fair_queued AS MATERIALIZED (
+       SELECT EXISTS (SELECT 1 FROM skiplock.queue WHERE status <> 'RUNNING' AND run_at IS NOT NULL AND fair_key IS NOT NULL
+                         AND batch_key IS NULL AND flow_key IS NULL) AS fair
+     )`;
+
+const CLAIM_PLAIN = `${FAIR_QUEUED},
+     next AS MATERIALIZED (
+       ${claimOf('$4', '$8')}
      )`;
 
 /**
@@ -343,8 +358,9 @@ const CLAIM_PLAIN = `next AS MATERIALIZED (
 const CLAIM_LIMITED = `limited AS MATERIALIZED (
        SELECT job_id AS id, start_at FROM skiplock.claim_limited_jobs($4::int, ${NOW}, $5, ${unpausedLimits('$10')})
      ),
+     ${FAIR_QUEUED},
      plain AS MATERIALIZED (
-       SELECT id FROM skiplock.claimable_jobs($4::int - (SELECT count(*)::int FROM limited), ${NOW}, $5, ${unpaused('$11')}) AS id
+       ${claimOf('$4::int - (SELECT count(*)::int FROM limited)', '$11')}
      ),
      next AS (SELECT id FROM limited UNION ALL SELECT id FROM plain)`;
 

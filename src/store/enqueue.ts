@@ -27,11 +27,11 @@ export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): 
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(
          ord int, task text, payload jsonb, priority smallint, run_at timestamptz, delay_ms bigint,
          max_attempts int, timeout_ms int, idempotency_key text, schedule_name text, scheduled_for timestamptz,
-         traceparent text, flow_key text, rate_key text, cancel_on text[])
+         traceparent text, flow_key text, rate_key text, fair_key text, batch_key text, cancel_on text[])
      ),
      ${insertedOrHeld(
        `SELECT task, payload, priority, coalesce(run_at, ${NOW} + delay_ms ${MS}), max_attempts, timeout_ms,
-              idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, ${NOW}, ${NOW}, traceparent
+              idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, fair_key, batch_key, cancel_on, ${NOW}, ${NOW}, traceparent
          FROM input ORDER BY ord`,
        'j.idempotency_key = ANY (ARRAY(SELECT idempotency_key FROM input WHERE idempotency_key IS NOT NULL))',
      )}`,
@@ -47,7 +47,7 @@ export function insertJobs(params: { jobs: readonly NewJobRow[]; now: Clock }): 
  */
 function insertOneJob(job: NewJobRow, now: Clock): Statement {
   const row = `VALUES ($2, $3::jsonb, $4::smallint, coalesce($5::timestamptz, ${NOW} + $6::bigint ${MS}), $7::int, $8::int,
-               $9::text, $10::text, $11::timestamptz, $12::text, $13::text, $14::text[], ${NOW}, ${NOW}, $15::text)`;
+               $9::text, $10::text, $11::timestamptz, $12::text, $13::text, $16::text, $17::text, $14::text[], ${NOW}, ${NOW}, $15::text)`;
   return preparedStatement(
     job.idempotency_key === null
       ? `WITH inserted AS (
@@ -61,13 +61,14 @@ function insertOneJob(job: NewJobRow, now: Clock): Statement {
     [
       clock(now), job.task, JSON.stringify(job.payload), job.priority, job.run_at, job.delay_ms, job.max_attempts, job.timeout_ms,
       job.idempotency_key, job.schedule_name, job.scheduled_for, job.flow_key ?? null, job.rate_key ?? null, job.cancel_on ?? null, job.traceparent ?? null,
+      job.fair_key ?? null, job.batch_key ?? null,
     ],
   );
 }
 
 /** The columns an enqueue writes into the record, in the order both statements above give their values. */
 const INSERT_JOB = `INSERT INTO skiplock.job_record AS j (task, payload, priority, run_at, max_attempts, timeout_ms,
-                                      idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, cancel_on, created_at, updated_at, traceparent)`;
+                                      idempotency_key, schedule_name, scheduled_for, flow_key, rate_key, fair_key, batch_key, cancel_on, created_at, updated_at, traceparent)`;
 
 /** The queue rows of the records a CTE `inserted` wrote (the records hold the live state a new job starts with). */
 const QUEUED = `queued AS (
@@ -112,12 +113,14 @@ export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Sta
   return statement(
     `WITH live AS (
        INSERT INTO skiplock.queue AS q (id, task, status, priority, run_at, attempts, max_attempts, timeout_ms, created_at, updated_at,
-                                        flow_key, rate_key, debounce_key, cancel_on)
+                                        flow_key, rate_key, fair_key, batch_key, debounce_key, cancel_on)
        VALUES (nextval(pg_get_serial_sequence('skiplock.job_record', 'id')), $2, 'QUEUED', $4,
-               ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, 0, $7, $8, ${NOW}, ${NOW}, $12, $13, $9, $14::text[])
+               ${NOW} + least($5::bigint, coalesce($6::bigint, $5::bigint)) ${MS}, 0, $7, $8, ${NOW}, ${NOW}, $12, $13, $15, $16, $9, $14::text[])
        ON CONFLICT (task, debounce_key) WHERE status = 'QUEUED' AND debounce_key IS NOT NULL DO UPDATE SET
          flow_key = CASE WHEN $10::text = 'first' THEN q.flow_key ELSE excluded.flow_key END,
          rate_key = CASE WHEN $10::text = 'first' THEN q.rate_key ELSE excluded.rate_key END,
+         fair_key = CASE WHEN $10::text = 'first' THEN q.fair_key ELSE excluded.fair_key END,
+         batch_key = CASE WHEN $10::text = 'first' THEN q.batch_key ELSE excluded.batch_key END,
          run_at = least(${NOW} + $5::bigint ${MS}, coalesce(q.created_at + $6::bigint ${MS}, 'infinity')),
          updated_at = ${NOW}
        RETURNING q.*, (q.xmax = 0) AS inserted
@@ -125,15 +128,15 @@ export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Sta
      -- A new job's record, under the id its queue row drew (a conflict wastes a sequence value).
      created AS (
        INSERT INTO skiplock.job_record AS j
-              (id, task, payload, priority, run_at, max_attempts, timeout_ms, created_at, updated_at, traceparent, flow_key, rate_key, cancel_on)
+              (id, task, payload, priority, run_at, max_attempts, timeout_ms, created_at, updated_at, traceparent, flow_key, rate_key, fair_key, batch_key, cancel_on)
        OVERRIDING SYSTEM VALUE
-       SELECT l.id, l.task, $3::jsonb, l.priority, l.run_at, l.max_attempts, l.timeout_ms, l.created_at, l.updated_at, $11, l.flow_key, l.rate_key, l.cancel_on
+       SELECT l.id, l.task, $3::jsonb, l.priority, l.run_at, l.max_attempts, l.timeout_ms, l.created_at, l.updated_at, $11, l.flow_key, l.rate_key, l.fair_key, l.batch_key, l.cancel_on
          FROM live l WHERE l.inserted
        RETURNING j.*
      ),
      -- keep 'last': the queued job's payload is replaced (its flow keys were, on the queue row).
      replaced AS (
-       UPDATE skiplock.job_record j SET payload = $3::jsonb, flow_key = l.flow_key, rate_key = l.rate_key
+       UPDATE skiplock.job_record j SET payload = $3::jsonb, flow_key = l.flow_key, rate_key = l.rate_key, fair_key = l.fair_key, batch_key = l.batch_key
          FROM live l WHERE j.id = l.id AND NOT l.inserted AND $10::text = 'last'
        RETURNING j.*
      ),
@@ -142,7 +145,7 @@ export function upsertDebouncedJob(p: { job: DebouncedJobRow; now: Clock }): Sta
        UNION ALL SELECT j.* FROM skiplock.job_record j JOIN live l ON j.id = l.id WHERE NOT l.inserted AND $10::text <> 'last'
      )
      SELECT ${liveJobColumns('r', 'l')}, l.inserted FROM live l JOIN records r ON r.id = l.id`,
-    [clock(p.now), j.task, JSON.stringify(j.payload), j.priority, j.delay_ms, j.max_delay_ms, j.max_attempts, j.timeout_ms, j.debounce_key, j.keep, j.traceparent ?? null, j.flow_key ?? null, j.rate_key ?? null, j.cancel_on ?? null],
+    [clock(p.now), j.task, JSON.stringify(j.payload), j.priority, j.delay_ms, j.max_delay_ms, j.max_attempts, j.timeout_ms, j.debounce_key, j.keep, j.traceparent ?? null, j.flow_key ?? null, j.rate_key ?? null, j.cancel_on ?? null, j.fair_key ?? null, j.batch_key ?? null],
   );
 }
 

@@ -100,7 +100,7 @@ export function dispatchPendingEvents(p: { now: Clock; rows: readonly DispatchRo
     `WITH input AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(
          event_id bigint, task text, payload jsonb, priority smallint, max_attempts int, timeout_ms int,
-         flow_key text, rate_key text, cancel_on text[], refused text)
+         flow_key text, rate_key text, fair_key text, batch_key text, cancel_on text[], refused text)
      ),
      taken AS (
        DELETE FROM skiplock.event_pending p USING input i WHERE p.event_id = i.event_id AND p.task = i.task
@@ -108,9 +108,9 @@ export function dispatchPendingEvents(p: { now: Clock; rows: readonly DispatchRo
      ),
      started AS (
        INSERT INTO skiplock.job_record AS j (task, payload, priority, run_at, max_attempts, timeout_ms, idempotency_key,
-                                      flow_key, rate_key, cancel_on, created_at, updated_at)
+                                      flow_key, rate_key, fair_key, batch_key, cancel_on, created_at, updated_at)
        SELECT i.task, i.payload, i.priority, ${NOW}, i.max_attempts, i.timeout_ms, 'skiplock:event:' || i.event_id || ':' || i.task,
-              i.flow_key, i.rate_key, i.cancel_on, ${NOW}, ${NOW}
+              i.flow_key, i.rate_key, i.fair_key, i.batch_key, i.cancel_on, ${NOW}, ${NOW}
          FROM input i JOIN taken t ON t.event_id = i.event_id AND t.task = i.task
         WHERE i.refused IS NULL
         ORDER BY i.event_id, i.task

@@ -176,13 +176,13 @@ function triggeredJobsCtes(): string {
   return `input AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($6::jsonb) AS i(
          ord int, task text, payload jsonb, priority smallint, delay_ms bigint, max_attempts int, timeout_ms int,
-         traceparent text, flow_key text, rate_key text, cancel_on text[])
+         traceparent text, flow_key text, rate_key text, fair_key text, batch_key text, cancel_on text[])
      ),
      started AS (
        INSERT INTO skiplock.job_record AS j (task, payload, priority, run_at, max_attempts, timeout_ms, idempotency_key,
-                                      flow_key, rate_key, cancel_on, created_at, updated_at, traceparent)
+                                      flow_key, rate_key, fair_key, batch_key, cancel_on, created_at, updated_at, traceparent)
        SELECT i.task, i.payload, i.priority, f.at + i.delay_ms ${MS}, i.max_attempts, i.timeout_ms,
-              'skiplock:event:' || f.id || ':' || i.task, i.flow_key, i.rate_key, i.cancel_on, f.at, f.at, i.traceparent
+              'skiplock:event:' || f.id || ':' || i.task, i.flow_key, i.rate_key, i.fair_key, i.batch_key, i.cancel_on, f.at, f.at, i.traceparent
          FROM fresh f CROSS JOIN input i ORDER BY i.ord
        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
        RETURNING j.*

@@ -16,6 +16,9 @@ export interface NewJobRow {
   /** Flow control keys (src/runtime/flow/keys.ts): null for a task without concurrency or rate limits. */
   flow_key?: string | null;
   rate_key?: string | null;
+  /** Fair share's and batches' keys (migration 022, src/runtime/flow/keys.ts jobKeys): null without. */
+  fair_key?: string | null;
+  batch_key?: string | null;
   /** cancelOn (migration 016): `name` or `name key` entries; absent or null: none. */
   cancel_on?: string[] | null;
 }

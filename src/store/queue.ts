@@ -56,7 +56,7 @@ export function recordEnd(from: string, set: Readonly<Record<string, string>> & 
 
 /** The queue's columns that an enqueue or a revival writes, in the order QUEUE_VALUES gives them. */
 export const QUEUE_INSERT = `INSERT INTO skiplock.queue (id, task, status, priority, run_at, attempts, max_attempts, timeout_ms,
-                                   created_at, updated_at, flow_key, rate_key, debounce_key, parent_id, cancel_on, schedule_name)`;
+                                   created_at, updated_at, flow_key, rate_key, debounce_key, parent_id, cancel_on, schedule_name, fair_key, batch_key)`;
 
 /**
  * `SELECT` of a new queue row per row of `from` (alias `x`: a record row as just inserted, or
@@ -64,7 +64,7 @@ export const QUEUE_INSERT = `INSERT INTO skiplock.queue (id, task, status, prior
  */
 export const queueRowsFrom = (from: string, debounceKey = 'NULL') =>
   `SELECT x.id, x.task, 'QUEUED', x.priority, x.run_at, 0, x.max_attempts, x.timeout_ms,
-          x.created_at, x.updated_at, x.flow_key, x.rate_key, ${debounceKey}, x.parent_id, x.cancel_on, x.schedule_name
+          x.created_at, x.updated_at, x.flow_key, x.rate_key, ${debounceKey}, x.parent_id, x.cancel_on, x.schedule_name, x.fair_key, x.batch_key
      FROM ${from} x`;
 
 /** The live columns the queue lays over the record (the view skiplock.job, migration 021). */
@@ -79,7 +79,7 @@ export const JOB_ROW = [
   'cancel_requested', 'last_error', 'result', 'idempotency_key', 'schedule_name', 'scheduled_for', 'created_at', 'updated_at',
   'finished_at', 'schedule_state', 'started_at', 'history', 'progress', 'traceparent', 'flow_key', 'rate_key', 'debounce_key',
   'parent_id', 'parent_step', 'pending_children', 'step_count', 'finished_by', 'finished_traceparent', 'rate_attempt', 'wait_woken',
-  'cancel_on', 'failed_status',
+  'cancel_on', 'failed_status', 'fair_key', 'batch_key',
 ] as const;
 
 /** A job row (the view's columns) of a record just inserted, which holds a new job's whole state. */
@@ -96,7 +96,7 @@ export const liveJobColumns = (record: string, queue: string) =>
 export const QUEUE_COLUMNS = [
   'id', 'task', 'status', 'priority', 'run_at', 'attempts', 'max_attempts', 'timeout_ms', 'locked_by', 'locked_until', 'cancel_requested',
   'last_error', 'created_at', 'updated_at', 'started_at', 'history', 'progress', 'flow_key', 'rate_key', 'rate_attempt', 'debounce_key',
-  'parent_id', 'pending_children', 'step_count', 'wait_woken', 'cancel_on', 'schedule_name',
+  'parent_id', 'pending_children', 'step_count', 'wait_woken', 'cancel_on', 'schedule_name', 'fair_key', 'batch_key',
 ] as const;
 
 /**

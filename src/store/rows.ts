@@ -62,6 +62,8 @@ export function mapJob(row: Row): Job {
     parentStep: toStringOrNull(row.parent_step),
     pendingChildren: Number(row.pending_children ?? 0),
     stepCount: Number(row.step_count ?? 0),
+    fairnessKey: toStringOrNull(row.fair_key),
+    batchKey: toStringOrNull(row.batch_key),
   };
 }
 
@@ -111,6 +113,8 @@ export function mapClaimedJob(row: Row, lockedBy: string): Job {
     parentStep: toStringOrNull(row.parent_step),
     pendingChildren: Number(row.pending_children ?? 0),
     stepCount: Number(row.step_count ?? 0),
+    fairnessKey: toStringOrNull(row.fair_key),
+    batchKey: toStringOrNull(row.batch_key),
   };
 }
 

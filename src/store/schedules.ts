@@ -126,6 +126,8 @@ export interface FiringPlanRow {
   /** Flow control keys of its jobs (src/runtime/flow/keys.ts); null for a task without limits. */
   flow_key?: string | null;
   rate_key?: string | null;
+  fair_key?: string | null;
+  batch_key?: string | null;
 }
 
 /** Firing history kept per schedule; older firings are deleted when the schedule fires again. */
@@ -152,11 +154,11 @@ export function fireSchedules(p: { now: Clock; plans: readonly FiringPlanRow[] }
        SELECT * FROM jsonb_to_recordset($2::jsonb) AS p(
          name text, revision int, watermark timestamptz, instants timestamptz[], advance_to timestamptz,
          next_run_at timestamptz, busy_advance_to timestamptz, busy_next_run_at timestamptz,
-         priority smallint, max_attempts int, timeout_ms int, flow_key text, rate_key text)
+         priority smallint, max_attempts int, timeout_ms int, flow_key text, rate_key text, fair_key text, batch_key text)
      ),
      locked AS MATERIALIZED (
        SELECT s.name, s.task, s.payload, s.state, p.instants, p.advance_to, p.next_run_at,
-              p.busy_advance_to, p.busy_next_run_at, p.priority, p.max_attempts, p.timeout_ms, p.flow_key, p.rate_key,
+              p.busy_advance_to, p.busy_next_run_at, p.priority, p.max_attempts, p.timeout_ms, p.flow_key, p.rate_key, p.fair_key, p.batch_key,
               -- A live job is one with a queue row (job_schedule_live_idx).
               (s.overlap = 'skip' AND EXISTS (
                  SELECT 1 FROM skiplock.queue j WHERE j.schedule_name = s.name AND j.schedule_name IS NOT NULL)) AS busy
@@ -183,10 +185,10 @@ export function fireSchedules(p: { now: Clock; plans: readonly FiringPlanRow[] }
      ),
      jobs AS (
        INSERT INTO skiplock.job_record (id, task, payload, priority, run_at, max_attempts, timeout_ms,
-                                        schedule_name, scheduled_for, schedule_state, flow_key, rate_key, created_at, updated_at)
+                                        schedule_name, scheduled_for, schedule_state, flow_key, rate_key, fair_key, batch_key, created_at, updated_at)
        OVERRIDING SYSTEM VALUE
        SELECT f.job_id, l.task, l.payload, l.priority, f.scheduled_for, l.max_attempts, l.timeout_ms,
-              f.schedule_name, f.scheduled_for, l.state, l.flow_key, l.rate_key, ${NOW}, ${NOW}
+              f.schedule_name, f.scheduled_for, l.state, l.flow_key, l.rate_key, l.fair_key, l.batch_key, ${NOW}, ${NOW}
          FROM firings f JOIN locked l ON l.name = f.schedule_name
         ORDER BY f.job_id
        RETURNING *

@@ -167,7 +167,7 @@ export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }
     JSON.stringify(p.children.map((c, ord) => ({
       ord, step: c.step, seq: c.seq, task: c.job.task, payload: c.job.payload, priority: c.job.priority, delay_ms: c.job.delay_ms,
       max_attempts: c.job.max_attempts, timeout_ms: c.job.timeout_ms, traceparent: c.job.traceparent ?? null,
-      flow_key: c.job.flow_key ?? null, rate_key: c.job.rate_key ?? null,
+      flow_key: c.job.flow_key ?? null, rate_key: c.job.rate_key ?? null, fair_key: c.job.fair_key ?? null, batch_key: c.job.batch_key ?? null,
     }))),
     p.children.length,
   ];
@@ -177,12 +177,12 @@ export function invokeChildren(p: StepFence & { children: readonly InvokeRow[] }
      input AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($7::jsonb) AS i(
          ord int, step text, seq int, task text, payload jsonb, priority smallint, delay_ms bigint, max_attempts int, timeout_ms int,
-         traceparent text, flow_key text, rate_key text, cancel_on text[])
+         traceparent text, flow_key text, rate_key text, fair_key text, batch_key text, cancel_on text[])
      ),
      children AS (
-       INSERT INTO skiplock.job_record AS j (task, payload, priority, run_at, max_attempts, timeout_ms, flow_key, rate_key, cancel_on,
+       INSERT INTO skiplock.job_record AS j (task, payload, priority, run_at, max_attempts, timeout_ms, flow_key, rate_key, fair_key, batch_key, cancel_on,
                                       created_at, updated_at, traceparent, parent_id, parent_step)
-       SELECT i.task, i.payload, i.priority, ${NOW} + i.delay_ms ${MS}, i.max_attempts, i.timeout_ms, i.flow_key, i.rate_key, i.cancel_on,
+       SELECT i.task, i.payload, i.priority, ${NOW} + i.delay_ms ${MS}, i.max_attempts, i.timeout_ms, i.flow_key, i.rate_key, i.fair_key, i.batch_key, i.cancel_on,
               ${NOW}, ${NOW}, i.traceparent, f.id, i.step
          FROM input i CROSS JOIN fence f ORDER BY i.ord
        RETURNING j.*

@@ -55,7 +55,7 @@ export function msUntilNextWork(p: {
     `SELECT false AS uncomputed,
             floor(extract(epoch FROM least(
               -- Paused tasks (migration 011) keep nothing awake.
-              ${limited ? NEXT_LIMITED : `skiplock.next_claimable_at(${unpaused('$2')}, $3)`},
+              ${limited ? NEXT_LIMITED : nextClaimable('$2')},
               (SELECT min(locked_until) FROM skiplock.queue WHERE status = 'RUNNING' AND task = ANY($2::text[])),${r ? `
               ${nextRetention(n)},` : ''}${s ? `
               -- on: jobs left pending for its tasks by another sender (migration 018).
@@ -110,6 +110,11 @@ function nextRetention(n: number): string {
                 UNION ALL (SELECT finished_at + ${ms(dead)} FROM skiplock.job_record WHERE ${dead}::bigint IS NOT NULL AND failed_status = 'DEAD' ORDER BY finished_at LIMIT 1)) f)`;
 }
 
+/** When the next job of these tasks (a parameter) is due: the plain claim's and the fair jobs' (migration 023). */
+function nextClaimable(tasks: string): string {
+  return `skiplock.next_claimable_at(${unpaused(tasks)}, $3), skiplock.next_fair_at(${unpaused(tasks)}, $3)`;
+}
+
 /**
  * With flow control: the plain tasks ($5) as before; for the limited ones ($6), each key's next
  * due job, but not before its rate limit's window opens (its rate-th most recent start + the
@@ -121,7 +126,7 @@ function nextRetention(n: number): string {
  * job (after a sleep, a yield, its children: migration 015) needs no start: due at its run_at,
  * whatever its key's window holds (job_flow_resume_idx, a few entries).
  */
-const NEXT_LIMITED = `skiplock.next_claimable_at(${unpaused('$5')}, $3),
+const NEXT_LIMITED = `${nextClaimable('$5')},
               (SELECT min(greatest(k.run_at,
                         CASE WHEN l.rate IS NOT NULL THEN
                           (SELECT s.started_at + l.period_ms * interval '1 millisecond' FROM skiplock.flow_start s

@@ -140,6 +140,8 @@ export const Job = z
     parentStep: nullableText.openapi({ description: 'The parent’s invoke step id; null without a parent' }),
     pendingChildren: z.number().int().openapi({ description: 'Children this job invoked that have not ended yet (a WAITING job waits for them)' }),
     stepCount: z.number().int().openapi({ description: 'Durable steps recorded (ctx.step, ctx.sleep, ctx.invoke); GET /v1/jobs/{id} lists them' }),
+    fairnessKey: nullableText.openapi({ description: 'The key the job takes turns under (fair share); null without one' }),
+    batchKey: nullableText.openapi({ description: 'For a job of a batch task: the key its batches are made of ("" without one); null otherwise' }),
   })
   .openapi('Job');
 

@@ -15,7 +15,7 @@ import { isJobId } from '../../core/job-id.ts';
 import { checkTaskPayload, toIssues } from '../tasks/enqueue.ts';
 import { cancelOnEntries } from './cancel-on.ts';
 import { EVENT_NAME, eventKeySchema, eventNameSchema, storableString } from './names.ts';
-import { flowKeys } from '../flow/keys.ts';
+import { jobKeys } from '../flow/keys.ts';
 import type { Task, TaskRegistry } from '../tasks/task.ts';
 
 export const EVENT_LIMITS = {
@@ -140,7 +140,7 @@ function planOnJob(task: Task, data: unknown): Omit<TriggeredJobRow, 'delay_ms' 
     if ('issues' in payload) return { refused: describeIssues(payload.issues) };
     return {
       task: task.name, payload: payload.stored, priority: task.priority, max_attempts: task.maxAttempts, timeout_ms: task.timeoutMs,
-      ...flowKeys(task, payload.value, ['data']), cancel_on: cancelOnEntries(task, payload.value, undefined),
+      ...jobKeys(task, payload.value, ['data']), cancel_on: cancelOnEntries(task, payload.value, undefined),
     };
   } catch (error) {
     return { refused: error instanceof Error ? error.message : String(error) };

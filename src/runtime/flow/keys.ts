@@ -17,7 +17,7 @@ export function isLimited(task: Task): boolean {
   return task.concurrency !== undefined || task.rateLimit !== undefined;
 }
 
-function keyOf(task: Task, option: 'concurrency' | 'rateLimit', payload: unknown, path: (string | number)[]): string {
+function keyOf(task: Task, option: 'concurrency' | 'rateLimit' | 'fairness' | 'batch', payload: unknown, path: (string | number)[]): string {
   const key = task[option]?.key;
   if (!key) return '';
   let value: unknown;
@@ -42,6 +42,28 @@ export function flowKeys(task: Task, payload: unknown, path: (string | number)[]
   return { flow_key: keyOf(task, 'concurrency', payload, path), rate_key: keyOf(task, 'rateLimit', payload, path) };
 }
 
+
+/** A job's keys as its row holds them (migrations 010, 022): flow control's, fair share's, its batches'. */
+export interface JobKeys {
+  flow_key: string | null;
+  rate_key: string | null;
+  /** Its fairness key (docs/flow-control.md): `fairnessKey` given at enqueue, else the task's `fairness.key`; null: none. */
+  fair_key: string | null;
+  /** For a task with `batch`: the key its batches are made of ('' without `batch.key`); null otherwise. */
+  batch_key: string | null;
+}
+
+/**
+ * Every key of a job, from its parsed payload (and the `fairnessKey` its enqueue gave, which wins
+ * over the task's function): flow control's (flowKeys), the fairness key, and the batch key.
+ */
+export function jobKeys(task: Task, payload: unknown, path: (string | number)[] = ['payload'], fairnessKey?: string): JobKeys {
+  return {
+    ...flowKeys(task, payload, path),
+    fair_key: task.batch !== undefined ? null : fairnessKey ?? (task.fairness?.key ? keyOf(task, 'fairness', payload, path) : null),
+    batch_key: task.batch === undefined ? null : keyOf(task, 'batch', payload, path),
+  };
+}
 
 /** The limits of the registry's limited tasks (empty when none: the claim is the plain one). */
 export function flowLimits(registry: TaskRegistry): FlowLimitRow[] {

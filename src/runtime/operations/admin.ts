@@ -11,7 +11,7 @@ import { unstorableText } from '../../core/json.ts';
 import type { Job } from '../../core/types.ts';
 import * as z from 'zod';
 import { isJobId } from '../../core/job-id.ts';
-import { flowKeys } from '../flow/keys.ts';
+import { jobKeys, type JobKeys } from '../flow/keys.ts';
 import { cancelJob, currentTime, getJob, lockJob, ping, rescheduleJob, retryDeadJobs, retryJob } from '../../store/admin.ts';
 import { checkTaskPayload, MAX_DELAY_MS, payloadMessage, storableInstant, toIssues } from '../tasks/enqueue.ts';
 import type { SkiplockContext } from '../context.ts';
@@ -124,7 +124,7 @@ async function reschedule(ctx: AdminContext, id: string, raw: RescheduleInput): 
   const input = parsed.data;
   if (!isJobId(id)) throw notFound(id);
   let payload: unknown = null;
-  let keys: { flow_key: string | null; rate_key: string | null } = { flow_key: null, rate_key: null };
+  let keys: Partial<JobKeys> = {};
   if (input.payload !== undefined) {
     // The payload is checked against the job's task, so that task is read first (it never changes).
     const [row] = await ctx.sql.query(getJob({ id }));
@@ -138,8 +138,9 @@ async function reschedule(ctx: AdminContext, id: string, raw: RescheduleInput): 
     const checked = checkTaskPayload(task, input.payload, ['payload']);
     if ('issues' in checked) throw new SkiplockError('invalid_payload', payloadMessage(task, checked), checked.issues);
     payload = checked.stored;
-    // A new payload may name another flow-control key: computed again, as at enqueue.
-    keys = flowKeys(task, checked.value, ['payload']);
+    // A new payload may name other keys: computed again, as at enqueue (without a fairness.key,
+    // the fairnessKey the enqueue gave is kept: it was not the payload's).
+    keys = jobKeys(task, checked.value, ['payload'], task.fairness?.key ? undefined : job.fairnessKey ?? undefined);
   }
   return updateOne(
     ctx,

@@ -15,7 +15,7 @@ import type { Clock } from '../../store/clock.ts';
 import { toBool, toDate } from '../../store/rows.ts';
 import { fireSchedules, readDueSchedules, type FiringPlanRow, type ScheduleRowInput } from '../../store/schedules.ts';
 import type { Row, Sql } from '../../store/sql.ts';
-import { flowKeys } from '../flow/keys.ts';
+import { jobKeys } from '../flow/keys.ts';
 import type { Task, TaskRegistry } from '../tasks/task.ts';
 import type { Logger, WarnOnce } from '../observability/log.ts';
 
@@ -64,7 +64,7 @@ export async function fireDueSchedules(deps: FiringDeps): Promise<number> {
         priority: task.priority,
         max_attempts: task.maxAttempts,
         timeout_ms: task.timeoutMs,
-        ...flowKeys(task, scheduledPayload(task, row.payload)),
+        ...jobKeys(task, scheduledPayload(task, row.payload)),
       });
     } catch (error) {
       // A stored timing this runtime cannot read (a time zone its ICU lacks): the others still fire.

@@ -54,6 +54,11 @@ export const enqueueInputSchema = z.strictObject({
   }).optional(),
   /** Events that cancel this job (beside its task's cancelOn): `[{ event, key? }]`, up to 20. */
   cancelOn: cancelOnSchema.optional(),
+  /**
+   * The key this job takes turns under (docs/flow-control.md, "Fair share"): within a priority
+   * level, due jobs of different keys are claimed in turn. Overrides the task's `fairness.key`.
+   */
+  fairnessKey: storableString.min(1).max(255).optional(),
 }).refine((input) => input.runAt === undefined || input.delayMs === undefined, {
   message: 'give runAt or delayMs, not both',
   path: ['delayMs'],

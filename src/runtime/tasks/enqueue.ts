@@ -8,7 +8,7 @@ import { insertJobs, jobsByIdempotencyKey, upsertDebouncedJob } from '../../stor
 import { mapJob, toBool } from '../../store/rows.ts';
 import type { Row, Sql, Statement } from '../../store/sql.ts';
 import { cancelOnEntries } from '../events/cancel-on.ts';
-import { flowKeys } from '../flow/keys.ts';
+import { jobKeys } from '../flow/keys.ts';
 import { requireTask, type Task, type TaskRegistry } from './task.ts';
 import { enqueueInputSchema } from './enqueue-input.ts';
 
@@ -85,9 +85,16 @@ function prepare(registry: TaskRegistry, raw: unknown, path: (string | number)[]
     scheduled_for: null,
     traceparent: input.traceparent ?? traceparent ?? null,
     debounce: input.debounce,
-    ...flowKeys(task, payload.value, [...path, 'payload']),
+    ...jobKeys(task, payload.value, [...path, 'payload'], fairnessKeyFor(task, input.fairnessKey, path)),
     ...cancelOnField(cancelOnEntries(task, payload.value, input.cancelOn)),
   };
+}
+
+/** An enqueue's fairnessKey, refused for a task whose jobs are claimed in batches (they take turns by batch). */
+function fairnessKeyFor(task: Task, key: string | undefined, path: (string | number)[]): string | undefined {
+  if (key !== undefined && task.batch !== undefined)
+    throw new SkiplockError('invalid_request', `task ${task.name} runs its jobs in batches: fairnessKey does not apply`, [{ path: [...path, 'fairnessKey'], message: 'not for a batch task' }]);
+  return key;
 }
 
 /** The message of an invalid_payload error: says so when only the payload's JSON form was refused. */

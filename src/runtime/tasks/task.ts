@@ -200,6 +200,16 @@ export interface TaskDefinition<Schema extends z.ZodType = z.ZodType, Name exten
    */
   rateLimit?: RateLimit<z.output<Schema>>;
   /**
+   * Fair share (docs/flow-control.md, "Fair share"): within a priority level, due jobs of different
+   * keys are claimed in turn, one key after another, so a key with a huge backlog delays another
+   * key's job by a bounded number of claims. `key` names the tenant, from the payload (1–255
+   * characters); an enqueue's `fairnessKey` overrides it. Without `key`, only jobs enqueued with a
+   * `fairnessKey` take turns.
+   */
+  fairness?: Fairness<z.output<Schema>>;
+  /** Batch handlers (docs/flow-control.md, "Batch handlers"). */
+  batch?: BatchOptions<z.output<Schema>>;
+  /**
    * Events that start a job of this task (docs/steps.md, "Events"): each event of one of these
    * names enqueues one job with the event's data as payload (checked by `payload`; a refusal is
    * reported in the send's answer and stored with the event), once per event.
@@ -216,6 +226,20 @@ export interface ConcurrencyLimit<Payload = unknown> {
   key?(payload: Payload): string;
   /** With `key`: at most this many jobs of the task RUNNING over all keys. */
   globalLimit?: number;
+}
+
+export interface Fairness<Payload = unknown> {
+  /** The key a job takes turns under: 1–255 characters, from its payload. */
+  key?(payload: Payload): string;
+}
+
+export interface BatchOptions<Payload = unknown> {
+  /** At most this many jobs per call; a batch runs as soon as this many are due. */
+  maxSize: number;
+  /** A batch also runs once its oldest due job has waited this long (ms). */
+  maxWaitMs: number;
+  /** A batch holds jobs of one key, from their payloads: 1–255 characters. */
+  key?(payload: Payload): string;
 }
 
 export interface RateLimit<Payload = unknown> {
@@ -281,7 +305,12 @@ function checkFlowControl(task: Task) {
     const extra = Object.keys(value).filter((k) => !names.includes(k));
     if (extra.length > 0) throw new TypeError(`${task.name}: ${option} has unknown option ${extra.map((k) => JSON.stringify(k)).join(', ')} (expected ${names.join(', ')})`);
   };
-  const { concurrency, rateLimit } = task;
+  const { concurrency, rateLimit, fairness } = task;
+  if (fairness !== undefined) {
+    if (typeof fairness !== 'object' || fairness === null) throw new TypeError(`${task.name}: fairness must be { key? }`);
+    known('fairness', fairness, ['key']);
+    checkKey('fairness', fairness.key);
+  }
   if (concurrency !== undefined) {
     if (typeof concurrency !== 'object' || concurrency === null) throw new TypeError(`${task.name}: concurrency must be { limit, key?, globalLimit? }`);
     known('concurrency', concurrency, ['limit', 'key', 'globalLimit']);
