@@ -42,6 +42,8 @@ export interface SkiplockThroughputParams extends ThroughputParams {
   fetchEndpoint?: string;
   /** Flow control on the no-op task (issue 14); absent: the plain claim path. */
   flow?: FlowParams;
+  /** Fair share (issue 35): the jobs spread round-robin over this many fairness keys. Default: env BENCH_FAIR_KEYS, else none. */
+  fairKeys?: number;
 }
 
 /** The no-op task's flow-control options, for the flow-control scenarios. */
@@ -87,11 +89,14 @@ export async function skiplockThroughput(p: SkiplockThroughputParams): Promise<T
   let firstStart = 0;
   const flow = p.flow;
   const key = flow?.keys ? (payload: { k?: string }) => payload.k ?? '' : undefined;
+  // Fair share (issue 35): BENCH_FAIR_KEYS=n spreads the jobs over n fairness keys (ab.ts AB_VARIANTS).
+  const fairKeys = p.fairKeys ?? (Number(process.env.BENCH_FAIR_KEYS) || 0);
   const noop = defineTask({
     name: 'noop',
     payload: z.object({ k: z.string().optional() }),
     ...(flow?.concurrencyLimit !== undefined ? { concurrency: { limit: flow.concurrencyLimit, ...(key ? { key } : {}) } } : {}),
     ...(flow?.rateLimit ? { rateLimit: { ...flow.rateLimit, ...(key ? { key } : {}) } } : {}),
+    ...(fairKeys > 0 ? { fairness: { key: (payload: { k?: string }) => payload.k ?? 'none' } } : {}),
     handler: () => {
       if (handled++ === 0) firstStart = performance.now();
     },
@@ -101,7 +106,8 @@ export async function skiplockThroughput(p: SkiplockThroughputParams): Promise<T
   const skiplock = createSkiplock({ sql: counted.sql, tasks: [noop], log: silent, retention: false });
   try {
     if (p.tableStats === 'fresh') await counted.sql.query({ text: `ALTER TABLE skiplock.job_record SET (autovacuum_enabled = off); ALTER TABLE skiplock.queue SET (autovacuum_enabled = off)`, values: [] });
-    await enqueueMany(skiplock, 'noop', p.jobs, flow?.keys ? (i) => ({ k: `key-${i % flow.keys!}` }) : undefined);
+    const keys = flow?.keys ?? fairKeys;
+    await enqueueMany(skiplock, 'noop', p.jobs, keys ? (i) => ({ k: `key-${i % keys}` }) : undefined);
     if (p.tableStats !== 'fresh') await analyzeDatabase(p.url);
     const before = await readServerCounters(p.adminUrl, database, p.postmasterPid);
     counted.reset();
@@ -121,7 +127,7 @@ export async function skiplockThroughput(p: SkiplockThroughputParams): Promise<T
     const result = finishResult(
       {
         system: p.driver === 'neon-http' ? 'skiplock (Neon HTTP)' : 'skiplock',
-        config: `${ticks === 1 ? 'one tick' : `${ticks} ticks`} × concurrency ${perTick === 'default' ? '10 (the default)' : perTick}, ${p.driver ?? 'pg'} driver${p.tableStats === 'fresh' ? ', just-filled table (no statistics yet)' : ''}${flow ? `, ${describeFlow(flow) || 'plain task'}` : ''}`,
+        config: `${ticks === 1 ? 'one tick' : `${ticks} ticks`} × concurrency ${perTick === 'default' ? '10 (the default)' : perTick}, ${p.driver ?? 'pg'} driver${p.tableStats === 'fresh' ? ', just-filled table (no statistics yet)' : ''}${flow ? `, ${describeFlow(flow) || 'plain task'}` : ''}${fairKeys > 0 ? `, fair share over ${fairKeys.toLocaleString('en')} key${fairKeys === 1 ? '' : 's'}` : ''}`,
         jobs: p.jobs,
         completed,
         handled,
