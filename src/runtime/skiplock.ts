@@ -32,6 +32,7 @@ import { createScheduleOperations, type ScheduleOperations } from './schedules/s
 import { consoleLog, type Logger } from './observability/log.ts';
 import type { OtelOption } from './observability/tracing.ts';
 import { createFlowOperations, type FlowOperations } from './flow/status.ts';
+import { createFairnessOperations, type FairnessOperations } from './flow/fairness.ts';
 import type { TickOptions } from './tick/options.ts';
 import type { TickTotals } from './tick/metrics.ts';
 import { createTickRunner } from './tick/runner.ts';
@@ -132,7 +133,7 @@ export interface SkiplockConfig<Tasks extends TaskList = TaskList> {
  * Also: listJobs, cancelJob, retryJob, stats, activity, ping (src/runtime/operations/admin.ts, and the groups it lists); putSchedule,
  * deleteSchedule, listSchedules, getSchedule, fireDueSchedules (src/runtime/schedules/schedules.ts).
  */
-export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperations, ScheduleOperations, FlowOperations {
+export interface Skiplock<Tasks extends TaskList = TaskList> extends AdminOperations, ScheduleOperations, FlowOperations, FairnessOperations {
   readonly sql: Sql;
   readonly tasks: TaskRegistry;
   /** The static schedules this instance fires (the `schedules` option). */
@@ -328,6 +329,7 @@ export function createSkiplock<const Tasks extends TaskList>(config: SkiplockCon
     ...createEventOperations(ctx, callbacks),
     ...createReplayCheck(ctx.sql, ctx.registry),
     ...createFlowOperations(ctx.sql, ctx.registry, ctx.now),
+    ...createFairnessOperations(ctx.sql, ctx.now),
     ...schedules,
     ...dueWorkWrites(ctx, { admin, schedules, restart: createRestart(ctx.sql, ctx.now, ctx.registry), bulk: createBulk(ctx.sql, ctx.now) }),
   };

@@ -7,3 +7,4 @@
  */
 export { describeFlowWait } from './status.ts';
 export type { FlowStatus, FlowWait } from './status.ts';
+export type { FairKey, FairLevel, FairnessStatus } from './fairness.ts';

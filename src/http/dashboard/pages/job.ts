@@ -41,6 +41,7 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
     <dt>Priority</dt><dd>${job.priority}</dd>
     <dt>Timeout</dt><dd>${formatDuration(job.timeoutMs)}</dd>
     <dt>Idempotency key</dt><dd>${job.idempotencyKey ?? html`<span class="muted">—</span>`}</dd>
+    ${job.fairnessKey === null ? '' : html`<dt>Fairness key</dt><dd class="mono">${job.fairnessKey}</dd>`}
     ${parentFact(job)}
     ${observabilityFacts(job)}
     ${job.status === 'QUEUED' ? html`<dt>Waiting</dt><dd>${flowWaitingReason(job, flow, now, facts !== undefined && toBool(facts.task_paused))}</dd>` : ''}

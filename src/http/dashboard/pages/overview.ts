@@ -2,7 +2,7 @@
 import { html } from 'hono/html';
 import { JOB_STATUSES, type JobStatus } from '../../../core/types.ts';
 import type { JobStats } from '../../../runtime/operations/index.ts';
-import type { FlowStatus } from '../../../runtime/flow/index.ts';
+import type { FairnessStatus, FlowStatus } from '../../../runtime/flow/index.ts';
 import { countUnclaimableJobs } from '../../../store/dashboard.ts';
 import { SCHEDULE_LIST_LIMIT, type ScheduleInfo } from '../../../runtime/schedules/index.ts';
 import { queueLagTone, scheduleHealth, type Tone } from '../attention.ts';
@@ -13,12 +13,13 @@ import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 export async function overviewPage(deps: DashboardDeps, { now }: PageRequest): Promise<PageResult> {
   const { skiplock } = deps;
   // The alerts look at the first SCHEDULE_LIST_LIMIT.max schedules by name.
-  const [stats, activity, { schedules, nextCursor }, unclaimable, flow] = await Promise.all([
+  const [stats, activity, { schedules, nextCursor }, unclaimable, flow, fairness] = await Promise.all([
     skiplock.stats(),
     skiplock.activity(60),
     skiplock.listSchedules({ limit: SCHEDULE_LIST_LIMIT.max }),
     unclaimableJobs(deps),
     skiplock.flowStatus(),
+    skiplock.fairnessStatus(),
   ]);
   const body = html`<h1>Overview</h1>
 <p class="subtitle">${stats.doneCount === 'estimated' ? 'about ' : ''}${plural(total(stats.counts), 'job')} in the table · ${plural(schedules.length, 'schedule')}${nextCursor ? ' (the first by name; there are more)' : ''}</p>
@@ -26,7 +27,8 @@ ${alerts(stats, schedules, now, unclaimable, skiplock.tickTotals().lastTickMsAgo
 ${statCards(stats)}
 <section class="card"><h2>Finished and failed, last 60 minutes</h2>${activityChart(activity)}</section>
 ${taskTable(stats)}
-${flowSection(flow)}`;
+${flowSection(flow)}
+${fairSection(fairness)}`;
   return { title: 'Overview', section: 'overview', body };
 }
 
@@ -155,5 +157,18 @@ ${flow.keysAtLimit.length === 0
     ? html`<div class="empty">No key is at its limit.</div>`
     : html`<table><thead><tr><th>Task</th><th>Limit</th><th>Key</th><th>In use</th><th class="num">waiting</th></tr></thead>
 <tbody>${flow.keysAtLimit.map((k) => html`<tr><td>${k.task}</td><td>${k.kind}</td><td class="mono">${k.key === '' ? html`<span class="muted">(no key)</span>` : k.key}</td><td>${limitText(k)}</td><td class="num">${k.waiting.toLocaleString('en-US')}</td></tr>`)}</tbody></table>`}
+</section>`;
+}
+
+/** Fair share (docs/flow-control.md): per level the lanes taking turns and the next claim's start, then the keys with the most due jobs. Nothing when no fair job is due. */
+function fairSection(fair: FairnessStatus): Html | string {
+  if (fair.levels.length === 0) return '';
+  const lane = (l: FairnessStatus['levels'][number]) =>
+    l.cursor === undefined ? html`<span class="muted">(no claim yet)</span>` : l.cursor === null ? html`<span class="muted">the jobs without a key</span>` : html`<span class="mono">${l.cursor}</span>`;
+  return html`<section class="card flush"><h2>Fair share</h2>
+<table><thead><tr><th class="num">Priority</th><th class="num">lanes taking turns</th><th class="num">due jobs with a key</th><th>last claim stopped after</th></tr></thead>
+<tbody>${fair.levels.map((l) => html`<tr><td class="num">${l.priority}</td><td class="num">${l.lanes.toLocaleString('en-US')}</td><td class="num">${l.due.toLocaleString('en-US')}</td><td>${lane(l)}</td></tr>`)}</tbody></table>
+<table><thead><tr><th>Key</th><th class="num">Priority</th><th class="num">due</th><th>oldest due since</th><th class="num">running</th></tr></thead>
+<tbody>${fair.keys.map((k) => html`<tr><td class="mono">${k.key}</td><td class="num">${k.priority}</td><td class="num">${k.due.toLocaleString('en-US')}</td><td>${k.oldestDueAt.toISOString()}</td><td class="num">${k.running}</td></tr>`)}</tbody></table>
 </section>`;
 }
