@@ -56,3 +56,18 @@ test('lanes per level, the cursor after a claim, the keys with the most due jobs
   const [job] = (await t.skiplock.listJobs({ task: 'mail', status: 'QUEUED' })).jobs;
   expect(await (await getPage(t, `/jobs/${job!.id}`, cookie)).text()).toMatch(/Fairness key<\/dt><dd class="mono">(acme|globex)</);
 });
+
+test('over HTTP: an enqueue gives fairnessKey, a job shows it, a bad one is a 400 that writes nothing', async () => {
+  const created = await t.call('POST', '/v1/jobs', { body: { task: 'plain', payload: {}, fairnessKey: 'tenant-9' } });
+  expect(created.status).toBe(201);
+  const { job } = (await created.json()) as { job: { id: string; fairnessKey: string | null; batchKey: string | null } };
+  expect(job).toMatchObject({ fairnessKey: 'tenant-9', batchKey: null });
+  expect(await (await t.call('GET', `/v1/jobs/${job.id}`)).json()).toMatchObject({ job: { fairnessKey: 'tenant-9' } });
+  const before = (await t.skiplock.stats()).counts.QUEUED;
+  for (const fairnessKey of ['', 'x'.repeat(256), 42]) {
+    const refused = await t.call('POST', '/v1/jobs', { body: { task: 'plain', payload: {}, fairnessKey } });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: { code: 'invalid_request' } });
+  }
+  expect((await t.skiplock.stats()).counts.QUEUED).toBe(before);
+});

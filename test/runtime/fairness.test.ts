@@ -4,10 +4,12 @@
  * claim stopped. The bound (docs/flow-control.md): a job at the head of its lane is claimed within
  * ceil(L / n) + 1 claims of n jobs, L the lanes with due jobs — whatever the other lanes hold.
  */
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { z } from 'zod';
+import { createSkiplock, defineTask } from '../../src/index.ts';
 import { completeAndClaim } from '../../src/store/claim.ts';
 import { QUEUE_INSERT, queueRowsFrom } from '../../src/store/queue.ts';
-import { statement } from '../../src/store/sql.ts';
+import { statement, type Sql } from '../../src/store/sql.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
 let db: TestDb;
@@ -138,4 +140,38 @@ test('a task with concurrency limits is claimed by its own claim, its limits hol
   const fair = got.filter((r) => r.task === 't').map((r) => r.fair_key);
   expect(fair.filter((k) => k === 'A')).toHaveLength(4);
   expect(fair.filter((k) => k === 'B')).toHaveLength(4);
+});
+
+describe('through ticks, over pg and over Neon\'s HTTP driver', () => {
+  async function run(sql: Sql) {
+    await reset();
+    const order: string[] = [];
+    const mail = defineTask({
+      name: 'mail', payload: z.object({ tenant: z.string() }), fairness: { key: (p) => p.tenant },
+      handler: (p) => void order.push(p.tenant),
+    });
+    const skiplock = createSkiplock({ sql, tasks: [mail], log: () => {}, retention: false });
+    await skiplock.enqueueBatch(Array.from({ length: 60 }, () => ({ task: 'mail', payload: { tenant: 'big' } })));
+    await skiplock.enqueueBatch(['s1', 's2', 's3', 's4'].map((tenant) => ({ task: 'mail', payload: { tenant } })));
+    const result = await skiplock.tick({ untilIdle: true, concurrency: 5 });
+    expect(result.done).toBe(64);
+    // Claims of 5 over 5 lanes: the small tenants are in the first claim, not after big's 60.
+    expect(order.slice(0, 5).sort()).toEqual(['big', 's1', 's2', 's3', 's4']);
+    expect((await skiplock.stats()).counts.DONE).toBe(64);
+  }
+
+  test('pg', () => run(db.sql));
+
+  test('Neon HTTP', async () => {
+    const { startNeonProxy } = await import('../../src/dev/neon-proxy.ts');
+    const { createNeonHttpDriver } = await import('../../src/store/drivers/neon-http.ts');
+    const proxy = await startNeonProxy();
+    const sql = createNeonHttpDriver(db.url, { fetchEndpoint: proxy.fetchEndpoint });
+    try {
+      await run(sql);
+    } finally {
+      await sql.close();
+      await proxy.close();
+    }
+  });
 });
