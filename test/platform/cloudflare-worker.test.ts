@@ -77,6 +77,17 @@ describe('the Worker in workerd', () => {
     expect(job.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'done', traceparent: null })]);
   });
 
+  test('fetch: jobs with fairness keys (issue 35) are claimed by the fair claim in workerd, over Neon HTTP, and run', async () => {
+    const response = await api('/v1/jobs/batch', {
+      method: 'POST',
+      body: JSON.stringify({ jobs: ['big', 'big', 'big', 'small'].map((fairnessKey, i) => ({ task: 'echo', payload: { message: `fair ${i}` }, fairnessKey })) }),
+    });
+    expect(response.status).toBe(201);
+    const { jobs } = (await response.json()) as { jobs: { id: string; fairnessKey: string }[] };
+    expect(jobs.map((j) => j.fairnessKey)).toEqual(['big', 'big', 'big', 'small']);
+    for (const created of jobs) expect(await waitForStatus(created.id, 'DONE', 5_000)).toMatchObject({ status: 'DONE', attempts: 1 });
+  });
+
   test('fetch: requests without the token are refused', async () => {
     const response = await fetch(`${worker.url}/v1/jobs`, { method: 'POST', body: '{}' });
     expect(response.status).toBe(401);
