@@ -175,3 +175,18 @@ describe('through ticks, over pg and over Neon\'s HTTP driver', () => {
     }
   });
 });
+
+test('the wake state sees fair jobs: an idle deployment wakes when the first of them is due, at any level', async () => {
+  await reset();
+  const mail = defineTask({ name: 't', payload: z.object({}), fairness: {}, handler: () => {} });
+  const skiplock = createSkiplock({ sql: db.sql, tasks: [mail], log: () => {}, retention: false });
+  expect(await skiplock.msUntilNextWork({ budgetMs: 60_000 })).toBeNull();
+  await skiplock.enqueue({ task: 't', payload: {}, fairnessKey: 'a', delayMs: 30_000, priority: 3 });
+  await skiplock.enqueue({ task: 't', payload: {}, fairnessKey: 'b', delayMs: 20_000 });
+  const ms = await skiplock.msUntilNextWork({ budgetMs: 60_000 });
+  expect(ms).toBeGreaterThan(15_000);
+  expect(ms).toBeLessThanOrEqual(20_000);
+  // The stats' lag counts a due fair job.
+  await add('t', 'c', 1, { ageS: 90 });
+  expect((await skiplock.stats()).oldestQueuedAgeMs).toBeGreaterThanOrEqual(89_000);
+});
