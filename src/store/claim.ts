@@ -12,6 +12,7 @@ import { appendAttempt } from './history.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
 import { recordEnd, settleCtes } from './queue.ts';
+import { batchedCte, slotsAfterBatches, type BatchRow } from './batches.ts';
 import { pendingEventsExist, registerTasksCte, subscriptionValues, type RegisteredTaskRow, type Subscriptions } from './event-subscriptions.ts';
 
 /** A finished run, as the tick writes it back. */
@@ -101,6 +102,11 @@ export interface CompleteAndClaimParams {
    * not on every claim). Absent or null: not asked.
    */
   subscriptions?: Subscriptions | null;
+  /**
+   * This deployment's batch tasks (issue 35, src/store/batches.ts): ready groups of their jobs are
+   * claimed first (`batched`, one slot each), and each claimed row says its `batch_group`.
+   */
+  batches?: readonly BatchRow[];
 }
 
 
@@ -131,6 +137,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
     clock(p.now), p.workerId, plainDone ? p.results.map((r) => r.id) : JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs,
     p.tasks, p.staticSchedules ?? null, ...(limited ? [JSON.stringify(p.flowLimits), p.tasks.filter((t) => !limitedNames.has(t))] : []),
   ];
+  const batches = (p.batches?.length ?? 0) > 0 ? `$${values.push(JSON.stringify(p.batches))}` : null;
   const register = p.register && p.register.length > 0 ? `,\n     ${registerTasksCte(`$${values.push(JSON.stringify(p.register))}`)}` : '';
   const eventsDue = p.subscriptions ? pendingEventsExist(...(subscriptionValues(p.subscriptions).map((v) => `$${values.push(v)}`) as [string, string, string])) : 'NULL::boolean';
   // Not prepared when it asks about pending events or registers (at most every reapIntervalMs):
@@ -139,18 +146,19 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   const build = p.subscriptions || register ? statement : preparedStatement;
   return build(
     `WITH ${plainDone ? doneWrite(p, values) : GENERAL_WRITE(p.fanIn === true)},
-     ${limited ? CLAIM_LIMITED : CLAIM_PLAIN},
+     ${batchClaim(limited ? CLAIM_LIMITED : CLAIM_PLAIN, batches)},
      claimed AS (
        UPDATE skiplock.queue j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
          locked_until = ${leaseUntil('$7', '$6')}, updated_at = ${NOW},
          started_at = ${NOW}, progress = NULL, debounce_key = NULL${limited ? RATE_ATTEMPT : ''}
-       WHERE j.id = ANY (ARRAY(SELECT id FROM next))${p.fanIn ? NOT_A_PARENT_OF_WRITTEN : ''}
+       WHERE j.id = ANY (ARRAY(SELECT id FROM next${batches ? ' UNION ALL SELECT id FROM batched' : ''}))${p.fanIn ? NOT_A_PARENT_OF_WRITTEN : ''}
        RETURNING ${CLAIMED_COLUMNS}
      ),
      -- What the queue does not hold comes from the record, by primary key.
      claimed_jobs AS (
-       SELECT c.*, ${RECORD_COLUMNS} FROM claimed c JOIN skiplock.job_record r ON r.id = c.id
+       SELECT c.*, ${RECORD_COLUMNS}${batches ? ', (SELECT b.batch_group FROM batched b WHERE b.id = c.id) AS batch_group' : ''}
+         FROM claimed c JOIN skiplock.job_record r ON r.id = c.id
         WHERE r.id = ANY (ARRAY(SELECT id FROM claimed))
      )${limited ? STARTED : ''}${register}
      SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, w.events_due, claimed_jobs.*
@@ -328,6 +336,10 @@ export const unpausedLimits = (param: string) =>
   `(SELECT coalesce(jsonb_agg(e), '[]'::jsonb) FROM jsonb_array_elements(${param}::jsonb) e
      WHERE NOT EXISTS (SELECT 1 FROM skiplock.paused_task p WHERE p.name = e->>'task'))`;
 
+
+/** With batch tasks: their claim (src/store/batches.ts) first; the plain claim gets the slots it left. */
+const batchClaim = (claim: string, batches: string | null) =>
+  batches ? `${batchedCte('$4', NOW, '$5', batches)},\n     ${claim.replace(/\$4(?!\d)/g, slotsAfterBatches('$4'))}` : claim;
 
 /**
  * The claim of `lim` jobs of the tasks `tasks` (a parameter): the plain claim (migration 003: the

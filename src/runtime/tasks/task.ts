@@ -3,6 +3,7 @@ import { invalidBackoff, type Backoff } from '../../core/backoff.ts';
 import { SkiplockError } from '../../core/errors.ts';
 import type { Job } from '../../core/types.ts';
 import type { StreamWriter } from '../streams/writer.ts';
+import { checkBatchOptions, type BatchTaskDefinition } from './batch.ts';
 import type { RegisteredEnqueueInput, RegisteredPayloadArgs, RegisteredTaskName } from './registered.ts';
 
 /**
@@ -263,8 +264,13 @@ export type Task<Name extends string = string, Schema extends z.ZodType = z.ZodT
 
 export const TASK_DEFAULTS = { timeoutMs: 10_000, maxAttempts: 5, priority: 0 } as const;
 
-/** Declares a task; options are checked now, so a bad definition fails at startup. */
-export function defineTask<const Name extends string, Schema extends z.ZodType>(definition: TaskDefinition<Schema, Name>): Task<Name, Schema> {
+/**
+ * Declares a task; options are checked now, so a bad definition fails at startup. With `batch`
+ * (src/runtime/tasks/batch.ts), the handler receives up to `batch.maxSize` items per call.
+ */
+export function defineTask<const Name extends string, Schema extends z.ZodType>(definition: BatchTaskDefinition<Schema, Name>): Task<Name, Schema>;
+export function defineTask<const Name extends string, Schema extends z.ZodType>(definition: TaskDefinition<Schema, Name>): Task<Name, Schema>;
+export function defineTask<const Name extends string, Schema extends z.ZodType>(definition: TaskDefinition<Schema, Name> | BatchTaskDefinition<Schema, Name>): Task<Name, Schema> {
   const task = { ...TASK_DEFAULTS, ...definition } as unknown as Task<Name, Schema>;
   if (!/^[\w.:-]{1,200}$/.test(task.name)) throw new TypeError(`task name ${JSON.stringify(task.name)} must be 1–200 of [A-Za-z0-9_.:-]`);
   if (!Number.isInteger(task.timeoutMs) || task.timeoutMs < 1) throw new TypeError(`${task.name}: timeoutMs must be a positive integer`);
@@ -275,6 +281,7 @@ export function defineTask<const Name extends string, Schema extends z.ZodType>(
   if (backoffProblem) throw new TypeError(`${task.name}: ${backoffProblem}`);
   checkFlowControl(task);
   checkEventOptions(task);
+  checkBatchOptions(task as unknown as { name: string } & Record<string, unknown>);
   return task;
 }
 

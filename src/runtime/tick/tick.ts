@@ -20,8 +20,9 @@ import { reapExpiredLeases } from '../../store/leases.ts';
 import { adoptUnkeyedJobs } from '../flow/keys.ts';
 import { backOff, flushAndClaim, giveBackUnseen } from './flush.ts';
 import { TICK_DEFAULTS, type TickDeps, type TickOptions } from './options.ts';
-import { affordableClaims, openTickRun, startHeartbeats, stopTickRun, upkeepAffordable, upkeepDue, type TickRun } from './run.ts';
+import { affordableClaims, openTickRun, runningCalls, startHeartbeats, stopTickRun, upkeepAffordable, upkeepDue, type TickRun } from './run.ts';
 import { yieldToIo } from './timing.ts';
+import { adoptStrandedBatchJobs } from './run-batch.ts';
 
 export { TICK_DEFAULTS, type TickDeps, type TickOptions } from './options.ts';
 
@@ -74,7 +75,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
  * invocation takes it); with jobs held, it waits for their results to free their share.
  */
 function claimable(run: TickRun): number {
-  const slots = run.o.concurrency - run.running.size;
+  const slots = run.o.concurrency - runningCalls(run);
   if (slots <= 0) return 0;
   const affordable = affordableClaims(run);
   if (affordable > 0) return Math.min(slots, affordable);
@@ -165,6 +166,12 @@ async function reapPhase(run: TickRun): Promise<void> {
     return 0;
   });
   if (adopted > 0) run.queueEmpty = false;
+  // Jobs left with a batch key by a task that is no batch task here: cleared, or no claim takes them.
+  const unstranded = await adoptStrandedBatchJobs(deps.sql, deps.run.registry).catch((error: unknown) => {
+    deps.log('warn', 'clearing the batch keys of jobs of tasks without batch failed', { error: String(error) });
+    return 0;
+  });
+  if (unstranded > 0) run.queueEmpty = false;
   const pruned = await deps.housekeeping?.().catch((error: unknown) => deps.log('warn', 'pruning finished jobs failed', { error: String(error) }));
   if (pruned === true) {
     run.statements += 1;
