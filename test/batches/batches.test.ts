@@ -50,7 +50,7 @@ describe('when a batch runs', () => {
     const clock = { ms: 0 };
     const { task, calls } = recorder({ maxSize: 3, maxWaitMs: 60_000 });
     const s = make([task], clock);
-    const jobs = await s.enqueueBatch(Array.from({ length: 7 }, (_, n) => ({ task: 'mail' as const, payload: { n } })));
+    const jobs = (await s.enqueueBatch(Array.from({ length: 7 }, (_, n) => ({ task: 'mail' as const, payload: { n } })))).map((r) => r.job);
     await s.tick({ untilIdle: true });
     expect(calls.map((c) => c.length)).toEqual([3, 3]);
     // Oldest first: the first six enqueued.
@@ -115,7 +115,7 @@ describe('when a batch runs', () => {
     const clock = { ms: 0 };
     const { task, calls } = recorder({ maxSize: 2, maxWaitMs: 0, key: (p) => p.k ?? 'none' });
     const s = make([task], clock);
-    const jobs = await s.enqueueBatch(['a', 'b', 'a', 'b', 'a'].map((k, n) => ({ task: 'mail' as const, payload: { n, k } })));
+    const jobs = (await s.enqueueBatch(['a', 'b', 'a', 'b', 'a'].map((k, n) => ({ task: 'mail' as const, payload: { n, k } })))).map((r) => r.job);
     await s.tick({ untilIdle: true });
     const keyOf = new Map(jobs.map((j) => [j.id, (j.payload as { k: string }).k]));
     expect(calls.map((c) => new Set(c.map((id) => keyOf.get(id))).size)).toEqual(calls.map(() => 1));
@@ -142,7 +142,7 @@ describe('per-item outcomes', () => {
       },
     });
     const s = make([task], clock);
-    const jobs = await s.enqueueBatch([1, 2, 3].map((n) => ({ task: 'mail' as const, payload: { n } })));
+    const jobs = (await s.enqueueBatch([1, 2, 3].map((n) => ({ task: 'mail' as const, payload: { n } })))).map((r) => r.job);
     victim = jobs[1]!.id;
     await s.tick({ untilIdle: true });
     expect(await s.getJob(jobs[0]!.id)).toMatchObject({ status: 'DONE', result: 1 });
@@ -172,7 +172,7 @@ describe('per-item outcomes', () => {
       },
     });
     const s = make([task], clock);
-    const jobs = await s.enqueueBatch([1, 2, 3].map((n) => ({ task: 'mail' as const, payload: { n } })));
+    const jobs = (await s.enqueueBatch([1, 2, 3].map((n) => ({ task: 'mail' as const, payload: { n } })))).map((r) => r.job);
     permanent = jobs[0]!.id;
     await s.tick({ untilIdle: true });
     expect(await s.getJob(permanent)).toMatchObject({ status: 'DEAD', lastError: expect.stringContaining('no such address') });
@@ -192,7 +192,7 @@ describe('per-item outcomes', () => {
     const s = make([task], clock);
     for (const [bad, message] of [[[{ id: '999999', result: 1 }], 'not an item of this call'], [{ ok: true }, 'expected an array']] as const) {
       answer = bad;
-      const jobs = await s.enqueueBatch([1, 2].map((n) => ({ task: 'mail' as const, payload: { n } })));
+      const jobs = (await s.enqueueBatch([1, 2].map((n) => ({ task: 'mail' as const, payload: { n } })))).map((r) => r.job);
       await s.tick({ untilIdle: true });
       for (const job of jobs) expect(await s.getJob(job.id)).toMatchObject({ status: 'QUEUED', attempts: 1, lastError: expect.stringContaining(message) });
       await db.emptyJobs();
@@ -211,7 +211,7 @@ describe('per-item outcomes', () => {
       },
     });
     const s = make([task], clock);
-    const jobs = await s.enqueueBatch([1, 2].map((n) => ({ task: 'mail' as const, payload: { n } })));
+    const jobs = (await s.enqueueBatch([1, 2].map((n) => ({ task: 'mail' as const, payload: { n } })))).map((r) => r.job);
     await rows(`UPDATE skiplock.job_record SET payload = '{"n":"two"}' WHERE id = $1`, [jobs[1]!.id]);
     await s.tick({ untilIdle: true });
     expect(received).toEqual([{ n: 1 }]);
@@ -236,7 +236,7 @@ describe('per-item outcomes', () => {
       },
     });
     const s = make([task], clock);
-    const jobs = await s.enqueueBatch([1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((n) => ({ task: 'mail' as const, payload: { n }, idempotencyKey: `mail-${n}` })));
+    const jobs = (await s.enqueueBatch([1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((n) => ({ task: 'mail' as const, payload: { n }, idempotencyKey: `mail-${n}` })))).map((r) => r.job);
     const result = await s.tick({ untilIdle: true, concurrency: 1 });
     expect(result).toMatchObject({ claimed: 10, done: 10 });
     expect(most).toBe(1);
@@ -276,11 +276,13 @@ describe('defineTask refuses what a batch cannot take', () => {
 });
 
 describe('stranded jobs', () => {
-  test('a job of a batch task enqueued without its batch key (a CLI without the tasks) runs as a call of one', async () => {
+  test('a job of a batch task enqueued without its batch key (a deployment where the task has no batch) runs as a call of one', async () => {
     const clock = { ms: 0 };
     const { task, calls } = recorder({ maxSize: 10, maxWaitMs: 60_000 });
-    const cli = make([], clock);
-    const job = await cli.enqueue({ task: 'mail', payload: { n: 4 } } as never);
+    const plain = defineTask({ name: 'mail', payload: z.object({ n: z.number() }), handler: async () => null });
+    const other = make([plain], clock);
+    const job = await other.enqueue({ task: 'mail', payload: { n: 4 } });
+    expect(job.batchKey).toBeNull();
     const s = make([task], clock);
     await s.tick({ untilIdle: true });
     expect(calls).toEqual([[job.id]]);
@@ -291,7 +293,7 @@ describe('stranded jobs', () => {
     const clock = { ms: 0 };
     const { task } = recorder({ maxSize: 10, maxWaitMs: 3_600_000 });
     const before = make([task], clock);
-    const jobs = await before.enqueueBatch([1, 2].map((n) => ({ task: 'mail' as const, payload: { n } })));
+    const jobs = (await before.enqueueBatch([1, 2].map((n) => ({ task: 'mail' as const, payload: { n } })))).map((r) => r.job);
     const plain = defineTask({ name: 'mail', payload: z.object({ n: z.number() }), handler: async (p) => p.n + 100 });
     const after = make([plain], clock);
     await after.tick({ untilIdle: true });
@@ -315,7 +317,7 @@ describe('a killed worker mid-batch', () => {
       },
     });
     const s = make([hang], clock);
-    const jobs = await s.enqueueBatch([1, 2, 3].map((n) => ({ task: 'mail' as const, payload: { n } })));
+    const jobs = (await s.enqueueBatch([1, 2, 3].map((n) => ({ task: 'mail' as const, payload: { n } })))).map((r) => r.job);
     // A "killed" tick: it claims and starts the call, and its process is gone (no heartbeat, no write).
     const dead = createSkiplock({ sql: withoutWrites(db.sql), tasks: [hang], now: () => at(clock.ms), log: quiet, retention: false });
     await dead.tick({ budgetMs: 3_000, marginMs: 1_000, untilIdle: true }).catch(() => {});

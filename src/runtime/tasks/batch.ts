@@ -7,16 +7,9 @@
 import type { z } from 'zod';
 import type { Job } from '../../core/types.ts';
 import type { RegisteredEnqueueInput, RegisteredTaskName } from './registered.ts';
-import type { TaskDefinition } from './task.ts';
+import type { BatchOptions, TaskDefinition } from './task.ts';
 
-export interface BatchOptions<Payload = unknown> {
-  /** The most items one call receives: an integer from 1 to 1000. A group with this many due runs at once. */
-  maxSize: number;
-  /** How long the oldest due item of a group waits for more (ms, an integer ≥ 0; 0: run whatever is due now). */
-  maxWaitMs: number;
-  /** A call holds items of one key only (1–255 characters, computed from the payload at enqueue). */
-  key?(payload: Payload): string;
-}
+export type { BatchOptions } from './task.ts';
 
 /** One item of a call: the job's id and its payload, parsed by the task's schema. */
 export interface BatchItem<Payload = unknown> {
@@ -56,7 +49,7 @@ export interface BatchContext {
  * (concurrency, rateLimit, fairness) does not apply to a call of many jobs and is refused.
  */
 export interface BatchTaskDefinition<Schema extends z.ZodType = z.ZodType, Name extends string = string>
-  extends Omit<TaskDefinition<Schema, Name>, 'handler' | 'concurrency' | 'rateLimit' | 'fairness'> {
+  extends Omit<TaskDefinition<Schema, Name>, 'handler' | 'concurrency' | 'rateLimit' | 'fairness' | 'batch'> {
   batch: BatchOptions<z.output<Schema>>;
   handler(items: BatchItem<z.output<Schema>>[], ctx: BatchContext): Promise<BatchResult | void> | BatchResult | void;
   concurrency?: never;
