@@ -349,3 +349,148 @@ function withoutWrites(sql: Sql): Sql {
     },
   };
 }
+
+describe('the call: timeout, cancel', () => {
+  test("the task's timeoutMs aborts the call's signal; every item is retried (a failed attempt each)", async () => {
+    const clock = { ms: 0 };
+    let aborted: unknown;
+    const slow = defineTask({
+      name: 'mail',
+      payload: z.object({ n: z.number() }),
+      timeoutMs: 100,
+      backoff: noBackoff,
+      batch: { maxSize: 10, maxWaitMs: 0 },
+      handler: (_items, ctx) =>
+        new Promise((_resolve, reject) =>
+          ctx.signal.addEventListener('abort', () => {
+            aborted = ctx.signal.reason;
+            reject(ctx.signal.reason);
+          }),
+        ),
+    });
+    const s = make([slow], clock);
+    const jobs = (await s.enqueueBatch([1, 2].map((n) => ({ task: 'mail' as const, payload: { n } })))).map((r) => r.job);
+    await s.tick({ untilIdle: true });
+    expect(String(aborted)).toContain('timed out after 100 ms');
+    for (const job of jobs) expect(await s.getJob(job.id)).toMatchObject({ status: 'QUEUED', attempts: 1, lastError: expect.stringContaining('timed out') });
+  });
+
+  test('a cancel of one RUNNING item ends it CANCELLED; the call and the other items go on', async () => {
+    const clock = { ms: 0 };
+    let release!: () => void;
+    const started = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let finish!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const task = defineTask({
+      name: 'mail',
+      payload: z.object({ n: z.number() }),
+      batch: { maxSize: 10, maxWaitMs: 0 },
+      handler: async (items, ctx) => {
+        release();
+        await gate;
+        expect(ctx.signal.aborted).toBe(false);
+        return items.filter((i) => i.payload.n !== 2).map((i) => ({ id: i.id, result: i.payload.n }));
+      },
+    });
+    const s = make([task], clock);
+    const jobs = (await s.enqueueBatch([1, 2, 3].map((n) => ({ task: 'mail' as const, payload: { n } })))).map((r) => r.job);
+    const ticking = s.tick({ untilIdle: true, leaseMs: 600 });
+    await started;
+    await s.cancelJob(jobs[1]!.id);
+    // The heartbeat (every leaseMs / 3) sees the cancel.
+    await new Promise((r) => setTimeout(r, 400));
+    finish();
+    await ticking;
+    expect(await s.getJob(jobs[1]!.id)).toMatchObject({ status: 'CANCELLED' });
+    expect(await s.getJob(jobs[0]!.id)).toMatchObject({ status: 'DONE', result: 1 });
+    expect(await s.getJob(jobs[2]!.id)).toMatchObject({ status: 'DONE', result: 3 });
+  });
+});
+
+/** Counts the statements sent through a port. */
+function counting(sql: Sql) {
+  const count = { n: 0 };
+  const wrapped: Sql = {
+    ...sql,
+    query<R extends Record<string, unknown>>(s: Statement) {
+      count.n += 1;
+      return sql.query<R>(s);
+    },
+    batch(statements: readonly Statement[]) {
+      count.n += 1;
+      return sql.batch(statements);
+    },
+  };
+  return { sql: wrapped, count };
+}
+
+describe('10,000 items through maxSize 100', () => {
+  test('every item DONE with its own result, in calls of 100, at a fraction of a statement per item', async () => {
+    const clock = { ms: 0 };
+    const { task, calls } = recorder({ maxSize: 100, maxWaitMs: 60_000 });
+    const s = make([task], clock);
+    for (let chunk = 0; chunk < 10; chunk++)
+      await s.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ task: 'mail' as const, payload: { n: chunk * 1_000 + i } })));
+    const counted = counting(db.sql);
+    const ticker = make([task], clock, counted.sql);
+    const result = await ticker.tick({ untilIdle: true, budgetMs: 120_000 });
+    expect(result).toMatchObject({ claimed: 10_000, done: 10_000 });
+    expect(calls).toHaveLength(100);
+    expect(calls.every((c) => c.length === 100)).toBe(true);
+    expect(await rows(`SELECT count(*)::int AS n, count(*) FILTER (WHERE (result->>'doubled')::int = (payload->>'n')::int * 2)::int AS right FROM skiplock.job WHERE status = 'DONE'`))
+      .toEqual([{ n: 10_000, right: 10_000 }]);
+    const perItem = counted.count.n / 10_000;
+    console.log(`10,000 items, maxSize 100: ${counted.count.n} statements in the tick, ${perItem.toFixed(4)} per item`);
+    expect(perItem).toBeLessThan(0.05);
+  });
+});
+
+describe("over Neon's HTTP driver", () => {
+  test('size and time triggers, a per-item failure, and the wake', async () => {
+    const { startNeonProxy } = await import('../../src/dev/neon-proxy.ts');
+    const { createNeonHttpDriver } = await import('../../src/store/drivers/neon-http.ts');
+    const proxy = await startNeonProxy();
+    const sql = createNeonHttpDriver(db.url, { fetchEndpoint: proxy.fetchEndpoint });
+    try {
+      const clock = { ms: 0 };
+      const calls: number[] = [];
+      let victim = '';
+      const task = defineTask({
+        name: 'mail',
+        payload: z.object({ n: z.number(), k: z.string() }),
+        backoff: noBackoff,
+        batch: { maxSize: 3, maxWaitMs: 10_000, key: (p) => p.k },
+        handler: async (items, ctx) => {
+          calls.push(items.length);
+          if (items.some((i) => i.id === victim)) ctx.fail(victim, new Error('bounced'));
+          return items.filter((i) => i.id !== victim).map((i) => ({ id: i.id, result: i.payload.n }));
+        },
+      });
+      const s = make([task], clock, sql);
+      const jobs = (await s.enqueueBatch([1, 2, 3, 4].map((n) => ({ task: 'mail' as const, payload: { n, k: n === 4 ? 'b' : 'a' } })))).map((r) => r.job);
+      victim = jobs[0]!.id;
+      expect(await s.msUntilNextWork()).toBe(0);
+      await s.tick({ untilIdle: true });
+      expect(calls).toEqual([3]);
+      // Key b's one item waits 10 s from its run_at; the retried item waits from its new run_at (1 s).
+      expect(await s.msUntilNextWork()).toBe(10_000);
+      clock.ms = 10_000;
+      await s.tick({ untilIdle: true });
+      expect(calls).toEqual([3, 1]);
+      expect(await s.getJob(jobs[3]!.id)).toMatchObject({ status: 'DONE', result: 4, batchKey: 'b' });
+      expect(await s.getJob(victim)).toMatchObject({ status: 'QUEUED', attempts: 1 });
+      expect(await s.msUntilNextWork()).toBe(1_000);
+      clock.ms = 11_000;
+      await s.tick({ untilIdle: true });
+      expect(calls).toEqual([3, 1, 1]);
+      expect(await s.getJob(victim)).toMatchObject({ status: 'QUEUED', attempts: 2, batchKey: 'a' });
+    } finally {
+      await sql.close();
+      await proxy.close();
+    }
+  });
+});

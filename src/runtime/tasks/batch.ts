@@ -4,12 +4,15 @@
  * Each item is still a job (its own id, attempts, result, history, DEAD); only the call is shared.
  * Here: the types a batch handler sees, and the checks defineTask makes of the option.
  */
-import type { z } from 'zod';
 import type { Job } from '../../core/types.ts';
 import type { RegisteredEnqueueInput, RegisteredTaskName } from './registered.ts';
-import type { BatchOptions, TaskDefinition } from './task.ts';
 
-export type { BatchOptions } from './task.ts';
+/** A task's `batch` option (task.ts BatchOptions), as read here. */
+interface BatchOptions {
+  maxSize: number;
+  maxWaitMs: number;
+  key?: unknown;
+}
 
 /** One item of a call: the job's id and its payload, parsed by the task's schema. */
 export interface BatchItem<Payload = unknown> {
@@ -42,19 +45,6 @@ export interface BatchContext {
   heartbeat(): Promise<boolean>;
   /** Enqueues follow-up jobs (validated like any enqueue; typed by the registered tasks). */
   enqueue<Name extends RegisteredTaskName>(input: RegisteredEnqueueInput<Name>): Promise<Job>;
-}
-
-/**
- * defineTask's form for a batch task: `batch` and a handler of the items. Flow control per job
- * (concurrency, rateLimit, fairness) does not apply to a call of many jobs and is refused.
- */
-export interface BatchTaskDefinition<Schema extends z.ZodType = z.ZodType, Name extends string = string>
-  extends Omit<TaskDefinition<Schema, Name>, 'handler' | 'concurrency' | 'rateLimit' | 'fairness' | 'batch'> {
-  batch: BatchOptions<z.output<Schema>>;
-  handler(items: BatchItem<z.output<Schema>>[], ctx: BatchContext): Promise<BatchResult | void> | BatchResult | void;
-  concurrency?: never;
-  rateLimit?: never;
-  fairness?: never;
 }
 
 export const MAX_BATCH_SIZE = 1000;

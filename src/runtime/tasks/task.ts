@@ -3,7 +3,7 @@ import { invalidBackoff, type Backoff } from '../../core/backoff.ts';
 import { SkiplockError } from '../../core/errors.ts';
 import type { Job } from '../../core/types.ts';
 import type { StreamWriter } from '../streams/writer.ts';
-import { checkBatchOptions, type BatchTaskDefinition } from './batch.ts';
+import { checkBatchOptions, type BatchContext, type BatchItem, type BatchResult } from './batch.ts';
 import type { RegisteredEnqueueInput, RegisteredPayloadArgs, RegisteredTaskName } from './registered.ts';
 
 /**
@@ -218,6 +218,19 @@ export interface TaskDefinition<Schema extends z.ZodType = z.ZodType, Name exten
   on?: string | readonly string[];
   /** Events that cancel a job of this task (QUEUED, WAITING or sleeping: CANCELLED; RUNNING: asked to stop), children included. */
   cancelOn?: readonly CancelOnEvent<z.output<Schema>>[];
+}
+
+/**
+ * defineTask's form for a batch task: `batch` and a handler of the items. Flow control per job
+ * (concurrency, rateLimit, fairness) does not apply to a call of many jobs and is refused.
+ */
+export interface BatchTaskDefinition<Schema extends z.ZodType = z.ZodType, Name extends string = string>
+  extends Omit<TaskDefinition<Schema, Name>, 'handler' | 'concurrency' | 'rateLimit' | 'fairness' | 'batch'> {
+  batch: BatchOptions<z.output<Schema>>;
+  handler(items: BatchItem<z.output<Schema>>[], ctx: BatchContext): Promise<BatchResult | void> | BatchResult | void;
+  concurrency?: never;
+  rateLimit?: never;
+  fairness?: never;
 }
 
 export interface ConcurrencyLimit<Payload = unknown> {
