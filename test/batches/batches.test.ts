@@ -494,3 +494,24 @@ describe("over Neon's HTTP driver", () => {
     }
   });
 });
+
+describe('types', () => {
+  test("items are typed by the schema; a batch ctx has no steps or waits; enqueue's typing is unchanged", async () => {
+    const task = defineTask({
+      name: 'typed',
+      payload: z.object({ n: z.number() }),
+      batch: { maxSize: 2, maxWaitMs: 0, key: (p) => String(p.n) },
+      handler: async (items, ctx) => {
+        const n: number = items[0]!.payload.n;
+        // @ts-expect-error durable steps are per job: not on a batch's ctx
+        void ctx.step;
+        // @ts-expect-error nor waits
+        void ctx.waitForEvent;
+        return [{ id: items[0]!.id, result: n }];
+      },
+    });
+    const s = createSkiplock({ sql: db.sql, tasks: [task], log: quiet, retention: false });
+    // @ts-expect-error the payload is still one job's
+    await expect(s.enqueue({ task: 'typed', payload: [{ n: 1 }] })).rejects.toThrow();
+  });
+});
