@@ -52,3 +52,20 @@ export function adoptStrandedBatchJobs(p: { tasks: readonly string[]; limit?: nu
     [p.tasks, p.limit ?? ADOPT_BATCH_LIMIT],
   );
 }
+
+/** At most this many of a RUNNING batch item's call mates are listed (the dashboard). */
+export const BATCH_MATES_LISTED = 100;
+
+/**
+ * The other jobs claimed with a RUNNING job of a batch task: RUNNING under the same locked_by (a
+ * claim's token, unique per claiming statement), of the same task and batch key. Reads the RUNNING
+ * jobs only (job_reap_idx).
+ */
+export function batchMates(p: { id: string; lockedBy: string; task: string; batchKey: string }): Statement {
+  return statement(
+    `SELECT q.id::text AS id FROM skiplock.queue q
+      WHERE q.status = 'RUNNING' AND q.locked_by = $2 AND q.task = $3 AND q.batch_key = $4 AND q.id <> $1::bigint
+      ORDER BY q.id LIMIT ${BATCH_MATES_LISTED}`,
+    [p.id, p.lockedBy, p.task, p.batchKey],
+  );
+}
