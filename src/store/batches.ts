@@ -32,6 +32,10 @@ export const slotsAfterBatches = (slots: string) => `(${slots}::int - (SELECT co
 /** The wake state's term: when the first group of these batch tasks becomes ready. */
 export const nextBatchAt = (batches: string, budget: string) => `skiplock.next_batch_at(${unpausedBatches(batches)}, ${budget})`;
 
+/** completeAndClaim's probe (with probeLeases): a due job of these tasks (without `batch` here) holds a batch key. */
+export const strandedBatchJobsExist = (tasks: string) =>
+  `EXISTS (SELECT 1 FROM skiplock.queue x WHERE x.status <> 'RUNNING' AND x.run_at IS NOT NULL AND x.batch_key IS NOT NULL AND x.task = ANY (${tasks}::text[]))`;
+
 /** At most this many jobs are adopted per statement. */
 export const ADOPT_BATCH_LIMIT = 1000;
 

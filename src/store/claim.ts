@@ -12,7 +12,7 @@ import { appendAttempt } from './history.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
 import { recordEnd, settleCtes } from './queue.ts';
-import { batchedCte, slotsAfterBatches, type BatchRow } from './batches.ts';
+import { batchedCte, slotsAfterBatches, strandedBatchJobsExist, type BatchRow } from './batches.ts';
 import { pendingEventsExist, registerTasksCte, subscriptionValues, type RegisteredTaskRow, type Subscriptions } from './event-subscriptions.ts';
 
 /** A finished run, as the tick writes it back. */
@@ -107,6 +107,12 @@ export interface CompleteAndClaimParams {
    * claimed first (`batched`, one slot each), and each claimed row says its `batch_group`.
    */
   batches?: readonly BatchRow[];
+  /**
+   * This deployment's tasks without `batch`: with probeLeases, the answer also says whether a due
+   * job of one of them holds a batch key (`stranded_due`: the option was removed), which no claim
+   * takes until the tick clears it (src/store/batches.ts adoptStrandedBatchJobs).
+   */
+  unbatched?: readonly string[] | null;
 }
 
 
@@ -138,6 +144,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
     p.tasks, p.staticSchedules ?? null, ...(limited ? [JSON.stringify(p.flowLimits), p.tasks.filter((t) => !limitedNames.has(t))] : []),
   ];
   const batches = (p.batches?.length ?? 0) > 0 ? `$${values.push(JSON.stringify(p.batches))}` : null;
+  const stranded = p.probeLeases && p.unbatched ? strandedBatchJobsExist(`$${values.push(p.unbatched)}`) : 'NULL::boolean';
   const register = p.register && p.register.length > 0 ? `,\n     ${registerTasksCte(`$${values.push(JSON.stringify(p.register))}`)}` : '';
   const eventsDue = p.subscriptions ? pendingEventsExist(...(subscriptionValues(p.subscriptions).map((v) => `$${values.push(v)}`) as [string, string, string])) : 'NULL::boolean';
   // Not prepared when it asks about pending events or registers (at most every reapIntervalMs):
@@ -161,7 +168,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
          FROM claimed c JOIN skiplock.job_record r ON r.id = c.id
         WHERE r.id = ANY (ARRAY(SELECT id FROM claimed))
      )${limited ? STARTED : ''}${register}
-     SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, w.events_due, claimed_jobs.*
+     SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, w.events_due, w.stranded_due, claimed_jobs.*
        FROM (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) AS written,
                     coalesce(jsonb_agg(id::text) FILTER (WHERE status = 'CANCELLED'), '[]'::jsonb) AS cancelled,
                     -- Two probes of schedule_due_idx (next_run_at, enabled): a few rows at most.
@@ -171,7 +178,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
                     OR EXISTS (SELECT 1 FROM skiplock.schedule s WHERE s.enabled AND s.next_run_at IS NULL
                                   AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[])))) AS schedule_due,
                     ${p.probeLeases ? LEASE_EXPIRED : 'NULL::boolean'} AS reap_due,
-                    ${eventsDue} AS events_due
+                    ${eventsDue} AS events_due,
+                    ${stranded} AS stranded_due
                FROM written) AS w
        FULL JOIN claimed_jobs ON false`,
     values,

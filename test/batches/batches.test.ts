@@ -515,3 +515,20 @@ describe('types', () => {
     await expect(s.enqueue({ task: 'typed', payload: [{ n: 1 }] })).rejects.toThrow();
   });
 });
+
+describe('pause', () => {
+  test("a paused batch task's groups are neither claimed nor a reason to wake", async () => {
+    const clock = { ms: 0 };
+    const { task, calls } = recorder({ maxSize: 2, maxWaitMs: 0 });
+    const s = make([task], clock);
+    await s.enqueueBatch([1, 2].map((n) => ({ task: 'mail' as const, payload: { n } })));
+    await s.pauseTask('mail');
+    expect(await s.msUntilNextWork()).toBeNull();
+    await s.tick({ untilIdle: true });
+    expect(calls).toHaveLength(0);
+    await s.resumeTask('mail');
+    expect(await s.msUntilNextWork()).toBe(0);
+    await s.tick({ untilIdle: true });
+    expect(calls.map((c) => c.length)).toEqual([2]);
+  });
+});

@@ -72,6 +72,7 @@ function claimStatement(run: TickRun, batch: readonly PendingResult[], limit: nu
     staticSchedules: run.probeSchedules ? deps.staticSchedules : null,
     flowLimits: run.limits,
     batches: run.batches,
+    unbatched: probeLeases ? run.unbatched : null,
     fanIn: batch.some(({ job }) => job.parentId !== null),
     probeLeases,
     register,
@@ -100,6 +101,7 @@ function readSummary(run: TickRun, batch: readonly PendingResult[], rows: readon
   if (probeLeases && summary) {
     run.lastLeaseProbe = run.elapsed();
     run.reapDue = toBool(summary.reap_due);
+    run.strandedDue = toBool(summary.stranded_due);
   }
 }
 

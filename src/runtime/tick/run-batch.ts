@@ -75,7 +75,10 @@ export function runBatch(task: Task, jobs: readonly Job[], deps: RunDeps): Runni
   Promise.resolve()
     .then(() => handler(batchItems, batchContext(call)))
     .then(
-      (value) => finishCall(call, (job) => afterSuccess(call, job, value)),
+      (value) => {
+        const answer = readAnswer(call, value);
+        finishCall(call, (job) => (answer instanceof Error ? afterFailure(call, job, answer) : afterSuccess(call, job, answer)));
+      },
       (error: unknown) => finishCall(call, (job) => afterFailure(call, job, error)),
     );
   return { jobs, items, settled };
@@ -140,17 +143,8 @@ function finishCall(call: Call, decide: (job: Job) => Settled): void {
   }
 }
 
-/** The handler's answer, checked once per call: a map of results by id, or the error that fails the call. */
+/** The handler's answer, checked once per call: the results by id, or the error that fails the call. */
 function readAnswer(call: Call, value: unknown): Map<string, unknown> | Error {
-  const cached = answers.get(call);
-  if (cached) return cached;
-  const read = parseAnswer(call, value);
-  answers.set(call, read);
-  return read;
-}
-const answers = new WeakMap<Call, Map<string, unknown> | Error>();
-
-function parseAnswer(call: Call, value: unknown): Map<string, unknown> | Error {
   const results = new Map<string, unknown>();
   if (value === undefined) return results;
   if (!Array.isArray(value)) return new TypeError(`the batch handler returned ${value === null ? 'null' : typeof value}; expected an array of { id, result } or nothing`);
@@ -163,9 +157,7 @@ function parseAnswer(call: Call, value: unknown): Map<string, unknown> | Error {
   return results;
 }
 
-function afterSuccess(call: Call, job: Job, value: unknown): Settled {
-  const answer = readAnswer(call, value);
-  if (answer instanceof Error) return afterFailure(call, job, answer);
+function afterSuccess(call: Call, job: Job, answer: Map<string, unknown>): Settled {
   if (call.cancelled.has(job.id) && !answer.has(job.id)) return cancelled();
   const result = toStoredJson(answer.get(job.id), 'result', "the batch handler's result for this item");
   return 'error' in result ? dead(result.error) : done(result.value);
@@ -218,20 +210,15 @@ export function batchRows(registry: TaskRegistry): BatchRow[] {
   return rows;
 }
 
-const ADOPT_INTERVAL_MS = 60_000;
-const lastAdopted = new WeakMap<TaskRegistry, number>();
-
 /**
  * Clears the batch key of due jobs of this deployment's tasks that are not batch tasks here (the
- * option was removed; a deployment that had it enqueued them), at most once a minute per registry:
- * the plain claim leaves jobs with a batch key alone, and no batch claim would take these.
- * Resolves to how many it cleared (a full statement's worth: the next upkeep looks again at once).
+ * option was removed; a deployment that had it enqueued them): the plain claim leaves jobs with a
+ * batch key alone, and no batch claim would take these. Sent when a claim's probe saw some
+ * (completeAndClaim's stranded_due). Resolves to how many it cleared (ADOPT_BATCH_LIMIT: maybe more).
  */
-export async function adoptStrandedBatchJobs(sql: Sql, registry: TaskRegistry, nowMs: number = Date.now()): Promise<number> {
-  const tasks = [...registry.values()].filter((t) => !isBatchTask(t)).map((t) => t.name);
-  if (tasks.length === 0 || nowMs - (lastAdopted.get(registry) ?? -Infinity) < ADOPT_INTERVAL_MS) return 0;
-  lastAdopted.set(registry, nowMs);
-  const rows = await sql.query(adoptStranded({ tasks }));
-  if (rows.length === ADOPT_BATCH_LIMIT) lastAdopted.delete(registry);
-  return rows.length;
+export async function adoptStrandedBatchJobs(sql: Sql, tasks: readonly string[]): Promise<number> {
+  if (tasks.length === 0) return 0;
+  return (await sql.query(adoptStranded({ tasks }))).length;
 }
+
+export { ADOPT_BATCH_LIMIT };

@@ -36,6 +36,10 @@ export interface TickRun {
   readonly limits: FlowLimitRow[];
   /** The batch tasks (run-batch.ts batchRows): their groups are claimed first. */
   readonly batches: BatchRow[];
+  /** Its tasks without `batch`: a claim's probe asks whether a due job of one holds a batch key. */
+  readonly unbatched: string[];
+  /** Whether that probe saw one (completeAndClaim's stranded_due): the upkeep clears their keys then. */
+  strandedDue: boolean;
   readonly counts: TickResult;
   /** Running handlers, by claim (runKey): a later run of the same job never shares an entry. */
   readonly running: Map<string, RunningJob>;
@@ -89,6 +93,8 @@ export function openTickRun(given: TickDeps, o: ResolvedTickOptions): TickRun {
     taskNames: [...deps.run.registry.keys()],
     limits: flowLimits(deps.run.registry),
     batches: batchRows(deps.run.registry),
+    unbatched: [...deps.run.registry.values()].filter((t) => !isBatchTask(t)).map((t) => t.name),
+    strandedDue: false,
     counts: emptyTickResult(),
     running: new Map<string, RunningJob>(),
     batchItems: 0,
@@ -156,7 +162,8 @@ export const heartbeatIntervalMs = (run: TickRun) => Math.max(100, Math.floor(ru
 export function subrequestsFree(run: TickRun): number {
   const limit = run.o.subrequestLimit;
   if (limit === undefined) return Infinity;
-  const held = run.running.size + run.pending.length;
+  // A batch call's items are written together: held as one (runningCalls).
+  const held = runningCalls(run) + run.pending.length;
   const heartbeats = Math.ceil(Math.max(0, run.deadline - run.elapsed()) / heartbeatIntervalMs(run));
   return limit - run.subrequests.spent - held * (1 + run.o.subrequestsPerJob) - heartbeats;
 }
