@@ -29,6 +29,13 @@ export const batchedCte = (slots: string, at: string, budget: string, batches: s
 /** The slots the batch claim left to the plain claim: one per group it took. */
 export const slotsAfterBatches = (slots: string) => `(${slots}::int - (SELECT count(DISTINCT batch_group)::int FROM batched))`;
 
+/**
+ * completeAndClaim's claim with batch tasks (`batches`: their parameter; null: none): the batch
+ * claim first, then `claim` (the plain or limited one, `$4` its slots) gets the slots it left.
+ */
+export const batchClaim = (claim: string, batches: string | null, at: string) =>
+  batches ? `${batchedCte('$4', at, '$5', batches)},\n     ${claim.replace(/\$4(?!\d)/g, slotsAfterBatches('$4'))}` : claim;
+
 /** The wake state's term: when the first group of these batch tasks becomes ready. */
 export const nextBatchAt = (batches: string, budget: string) => `skiplock.next_batch_at(${unpausedBatches(batches)}, ${budget})`;
 

@@ -12,7 +12,7 @@ import { appendAttempt } from './history.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
 import { recordEnd, settleCtes } from './queue.ts';
-import { batchedCte, slotsAfterBatches, strandedBatchJobsExist, type BatchRow } from './batches.ts';
+import { batchClaim, strandedBatchJobsExist, type BatchRow } from './batches.ts';
 import { pendingEventsExist, registerTasksCte, subscriptionValues, type RegisteredTaskRow, type Subscriptions } from './event-subscriptions.ts';
 
 /** A finished run, as the tick writes it back. */
@@ -102,16 +102,9 @@ export interface CompleteAndClaimParams {
    * not on every claim). Absent or null: not asked.
    */
   subscriptions?: Subscriptions | null;
-  /**
-   * This deployment's batch tasks (issue 35, src/store/batches.ts): ready groups of their jobs are
-   * claimed first (`batched`, one slot each), and each claimed row says its `batch_group`.
-   */
+  /** Its batch tasks: ready groups are claimed first, one slot each; rows say their `batch_group` (src/store/batches.ts). */
   batches?: readonly BatchRow[];
-  /**
-   * This deployment's tasks without `batch`: with probeLeases, the answer also says whether a due
-   * job of one of them holds a batch key (`stranded_due`: the option was removed), which no claim
-   * takes until the tick clears it (src/store/batches.ts adoptStrandedBatchJobs).
-   */
+  /** Its tasks without `batch`: with probeLeases, `stranded_due` says whether a due job of one holds a batch key (batches.ts). */
   unbatched?: readonly string[] | null;
 }
 
@@ -153,7 +146,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   const build = p.subscriptions || register ? statement : preparedStatement;
   return build(
     `WITH ${plainDone ? doneWrite(p, values) : GENERAL_WRITE(p.fanIn === true)},
-     ${batchClaim(limited ? CLAIM_LIMITED : CLAIM_PLAIN, batches)},
+     ${batchClaim(limited ? CLAIM_LIMITED : CLAIM_PLAIN, batches, NOW)},
      claimed AS (
        UPDATE skiplock.queue j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
@@ -344,10 +337,6 @@ export const unpausedLimits = (param: string) =>
   `(SELECT coalesce(jsonb_agg(e), '[]'::jsonb) FROM jsonb_array_elements(${param}::jsonb) e
      WHERE NOT EXISTS (SELECT 1 FROM skiplock.paused_task p WHERE p.name = e->>'task'))`;
 
-
-/** With batch tasks: their claim (src/store/batches.ts) first; the plain claim gets the slots it left. */
-const batchClaim = (claim: string, batches: string | null) =>
-  batches ? `${batchedCte('$4', NOW, '$5', batches)},\n     ${claim.replace(/\$4(?!\d)/g, slotsAfterBatches('$4'))}` : claim;
 
 /**
  * The claim of `lim` jobs of the tasks `tasks` (a parameter): the plain claim (migration 003: the
