@@ -44,6 +44,7 @@ test("a RUNNING item's page lists the jobs of its call; a QUEUED one shows its b
   const queued = await (await getPage(t, `/jobs/${jobs[3]!.id}`, cookie)).text();
   expect(queued).toContain('<dt>Batch key</dt><dd><code>y.test</code></dd>');
   expect(queued).not.toContain('data-batch-mates');
+  expect(queued).toMatch(/data-batch-rule>runs in a call with its group's due jobs, once 10 are due or the oldest has waited/);
   const api = await (await t.call('GET', `/v1/jobs/${jobs[3]!.id}`)).json();
   expect(api).toMatchObject({ job: { id: jobs[3]!.id, batchKey: 'y.test' } });
 });
