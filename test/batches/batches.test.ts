@@ -532,3 +532,21 @@ describe('pause', () => {
     expect(calls.map((c) => c.length)).toEqual([2]);
   });
 });
+
+describe('other enqueue paths', () => {
+  test("ctx.invoke children of a batch task run in one call; each child's result reaches its parent", async () => {
+    const clock = { ms: 0 };
+    const { task, calls } = recorder({ maxSize: 10, maxWaitMs: 0 });
+    const parent = defineTask({
+      name: 'parent',
+      payload: z.object({}),
+      handler: async (_p, ctx) => Promise.all([ctx.invoke('a', 'mail', { n: 1 }), ctx.invoke('b', 'mail', { n: 2 })]),
+    });
+    const s = make([task, parent], clock);
+    const job = await s.enqueue({ task: 'parent', payload: {} });
+    await s.tick({ untilIdle: true });
+    await s.tick({ untilIdle: true });
+    expect(calls.map((c) => c.length)).toEqual([2]);
+    expect(await s.getJob(job.id)).toMatchObject({ status: 'DONE', result: [{ doubled: 2 }, { doubled: 4 }] });
+  });
+});

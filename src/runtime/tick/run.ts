@@ -248,19 +248,19 @@ export function startBatch(run: TickRun, task: Task, jobs: readonly Job[]): void
   const traced = run.deps.tracing?.runBatch(task.name, jobs, start);
   const call = traced ?? start();
   const trace = traced?.traceparent ?? null;
-  run.batchItems += call.items.length - 1;
+  // The call's items in `running` beyond the first: kept equal to (items left − 1) as each leaves.
+  let left = call.items.length;
+  run.batchItems += left - 1;
   for (const handle of call.items) {
     const key = keyOf(handle.job);
     run.running.set(key, handle);
     void handle.settled.then((settled) => {
       if (run.running.get(key) === handle) run.running.delete(key);
+      if ((left -= 1) > 0) run.batchItems -= 1;
       if (settled.kind !== 'lost') run.pending.push({ job: handle.job, outcome: settled, trace });
+      if (left === 0) run.wakeup.wake();
     });
   }
-  void call.settled.then(() => {
-    run.batchItems -= call.items.length - 1;
-    run.wakeup.wake();
-  });
 }
 
 /**
