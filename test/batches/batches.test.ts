@@ -336,6 +336,46 @@ describe('a killed worker mid-batch', () => {
   });
 });
 
+describe('fencing', () => {
+  test("a stale worker's call that ends after its items were reaped and run again writes nothing over them", async () => {
+    let gate!: () => void;
+    const opened = new Promise<void>((resolve) => {
+      gate = resolve;
+    });
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const define = (answer: string, wait: boolean) =>
+      defineTask({
+        name: 'mail',
+        payload: z.object({ n: z.number() }),
+        timeoutMs: 1_000,
+        batch: { maxSize: 10, maxWaitMs: 0 },
+        handler: async (items) => {
+          if (wait) {
+            started();
+            await opened;
+          }
+          return items.map((i) => ({ id: i.id, result: answer }));
+        },
+      });
+    // Worker A's clock stands still (its heartbeats keep its lease by its clock); B's is 10 minutes later.
+    const a = createSkiplock({ sql: db.sql, tasks: [define('stale', true)], now: () => at(0), log: quiet, retention: false });
+    const b = createSkiplock({ sql: db.sql, tasks: [define('fresh', false)], now: () => at(600_000), log: quiet, retention: false });
+    const jobs = (await a.enqueueBatch([1, 2].map((n) => ({ task: 'mail' as const, payload: { n } })))).map((r) => r.job);
+    const ticking = a.tick({ untilIdle: true, budgetMs: 30_000 });
+    await running;
+    expect(await b.reap()).toBe(2);
+    await b.tick({ untilIdle: true });
+    for (const job of jobs) expect(await b.getJob(job.id)).toMatchObject({ status: 'DONE', result: 'fresh', attempts: 2 });
+    gate();
+    const stale = await ticking;
+    expect(stale.done).toBe(0);
+    for (const job of jobs) expect(await b.getJob(job.id)).toMatchObject({ status: 'DONE', result: 'fresh', attempts: 2 });
+  });
+});
+
 /** A port whose statements after the first claim that took jobs fail as if the process had died (nothing reaches the database). */
 function withoutWrites(sql: Sql): Sql {
   let claimed = false;
