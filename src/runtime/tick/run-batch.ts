@@ -76,7 +76,12 @@ export function runBatch(task: Task, jobs: readonly Job[], deps: RunDeps): Runni
     .then(() => handler(batchItems, batchContext(call)))
     .then(
       (value) => {
-        const answer = readAnswer(call, value);
+        let answer: Map<string, unknown> | Error;
+        try {
+          answer = readAnswer(call, value);
+        } catch (problem) {
+          answer = new TypeError(`the batch handler's answer could not be read: ${describeError(problem)}`);
+        }
         finishCall(call, (job) => (answer instanceof Error ? afterFailure(call, job, answer) : afterSuccess(call, job, answer)));
       },
       (error: unknown) => finishCall(call, (job) => afterFailure(call, job, error)),
