@@ -10,7 +10,8 @@ export type { RetentionOptions } from './runtime/operations/index.ts';
 export type { WaitResult } from './runtime/tasks/index.ts';
 export type { OtelApi } from './runtime/observability/index.ts';
 export type { AttemptOutcome, AttemptRecord } from './core/attempt-history.ts';
-export { defineTask, type CancelOnEvent, type StepContext, type Task, type TaskContext, type TaskDefinition, type WaitForEventOptions, type EventAlternative, type WaitForAnyOptions, type AnyEvent } from './runtime/tasks/index.ts';
+export { defineTask, type CancelOnEvent, type StepContext, type Task, type TaskContext, type TaskDefinition, type WaitForEventOptions, type EventAlternative, type WaitForAnyOptions, type AnyEvent,
+  type BatchContext, type BatchItem, type BatchResult, type BatchOptions, type BatchTaskDefinition } from './runtime/tasks/index.ts';
 export type { SendEventInput, SendEventResult, StoredEvent } from './runtime/events/index.ts';
 export type { CallbackOptions } from './runtime/events/index.ts';
 export type { ReadStreamOptions, ReadStreamResult, StreamChunk, StreamWriter } from './runtime/streams/index.ts';

@@ -12,6 +12,7 @@ import { appendAttempt } from './history.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
 import { fanInCtes } from './steps.ts';
 import { recordEnd, settleCtes } from './queue.ts';
+import { batchClaim, strandedBatchJobsExist, type BatchRow } from './batches.ts';
 import { pendingEventsExist, registerTasksCte, subscriptionValues, type RegisteredTaskRow, type Subscriptions } from './event-subscriptions.ts';
 
 /** A finished run, as the tick writes it back. */
@@ -101,6 +102,10 @@ export interface CompleteAndClaimParams {
    * not on every claim). Absent or null: not asked.
    */
   subscriptions?: Subscriptions | null;
+  /** Its batch tasks: ready groups are claimed first, one slot each; rows say their `batch_group` (src/store/batches.ts). */
+  batches?: readonly BatchRow[];
+  /** Its tasks without `batch`: with probeLeases, `stranded_due` says whether a due job of one holds a batch key (batches.ts). */
+  unbatched?: readonly string[] | null;
 }
 
 
@@ -131,6 +136,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
     clock(p.now), p.workerId, plainDone ? p.results.map((r) => r.id) : JSON.stringify(p.results), p.limit, p.budgetMs, p.leaseMs, p.leaseGraceMs,
     p.tasks, p.staticSchedules ?? null, ...(limited ? [JSON.stringify(p.flowLimits), p.tasks.filter((t) => !limitedNames.has(t))] : []),
   ];
+  const batches = (p.batches?.length ?? 0) > 0 ? `$${values.push(JSON.stringify(p.batches))}` : null;
+  const stranded = p.probeLeases && p.unbatched ? strandedBatchJobsExist(`$${values.push(p.unbatched)}`) : 'NULL::boolean';
   const register = p.register && p.register.length > 0 ? `,\n     ${registerTasksCte(`$${values.push(JSON.stringify(p.register))}`)}` : '';
   const eventsDue = p.subscriptions ? pendingEventsExist(...(subscriptionValues(p.subscriptions).map((v) => `$${values.push(v)}`) as [string, string, string])) : 'NULL::boolean';
   // Not prepared when it asks about pending events or registers (at most every reapIntervalMs):
@@ -139,21 +146,22 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   const build = p.subscriptions || register ? statement : preparedStatement;
   return build(
     `WITH ${plainDone ? doneWrite(p, values) : GENERAL_WRITE(p.fanIn === true)},
-     ${limited ? CLAIM_LIMITED : CLAIM_PLAIN},
+     ${batchClaim(limited ? CLAIM_LIMITED : CLAIM_PLAIN, batches, NOW)},
      claimed AS (
        UPDATE skiplock.queue j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
          locked_until = ${leaseUntil('$7', '$6')}, updated_at = ${NOW},
          started_at = ${NOW}, progress = NULL, debounce_key = NULL${limited ? RATE_ATTEMPT : ''}
-       WHERE j.id = ANY (ARRAY(SELECT id FROM next))${p.fanIn ? NOT_A_PARENT_OF_WRITTEN : ''}
+       WHERE j.id = ANY (ARRAY(SELECT id FROM next${batches ? ' UNION ALL SELECT id FROM batched' : ''}))${p.fanIn ? NOT_A_PARENT_OF_WRITTEN : ''}
        RETURNING ${CLAIMED_COLUMNS}
      ),
      -- What the queue does not hold comes from the record, by primary key.
      claimed_jobs AS (
-       SELECT c.*, ${RECORD_COLUMNS} FROM claimed c JOIN skiplock.job_record r ON r.id = c.id
+       SELECT c.*, ${RECORD_COLUMNS}${batches ? ', (SELECT b.batch_group FROM batched b WHERE b.id = c.id) AS batch_group' : ''}
+         FROM claimed c JOIN skiplock.job_record r ON r.id = c.id
         WHERE r.id = ANY (ARRAY(SELECT id FROM claimed))
      )${limited ? STARTED : ''}${register}
-     SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, w.events_due, claimed_jobs.*
+     SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, w.events_due, w.stranded_due, claimed_jobs.*
        FROM (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) AS written,
                     coalesce(jsonb_agg(id::text) FILTER (WHERE status = 'CANCELLED'), '[]'::jsonb) AS cancelled,
                     -- Two probes of schedule_due_idx (next_run_at, enabled): a few rows at most.
@@ -163,7 +171,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
                     OR EXISTS (SELECT 1 FROM skiplock.schedule s WHERE s.enabled AND s.next_run_at IS NULL
                                   AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[])))) AS schedule_due,
                     ${p.probeLeases ? LEASE_EXPIRED : 'NULL::boolean'} AS reap_due,
-                    ${eventsDue} AS events_due
+                    ${eventsDue} AS events_due,
+                    ${stranded} AS stranded_due
                FROM written) AS w
        FULL JOIN claimed_jobs ON false`,
     values,

@@ -3,6 +3,7 @@ import { NOW, clock, type Clock } from './clock.ts';
 import { oldestPendingEvent, subscriptionValues } from './event-subscriptions.ts';
 import { unpaused } from './claim.ts';
 import { type FlowLimitRow } from './flow.ts';
+import { nextBatchAt, type BatchRow } from './batches.ts';
 import { statement, type Statement } from './sql.ts';
 
 /**
@@ -44,6 +45,8 @@ export function msUntilNextWork(p: {
   retention?: { doneMs: number; cancelledMs: number; deadMs: number | null; retentionWaitMs: number } | null;
   /** Its `on:` subscriptions (task i subscribes to names i): an event another sender left pending for one is due since it was sent. */
   subscriptions?: { tasks: readonly string[]; names: readonly string[] } | null;
+  /** Its batch tasks (src/store/batches.ts): a group is due when it is ready (full, or its oldest has waited). */
+  batches?: readonly BatchRow[];
 }): Statement {
   const r = p.retention ?? null;
   const n = 5 + ((p.flowLimits?.length ?? 0) > 0 ? 2 : 0);
@@ -51,11 +54,18 @@ export function msUntilNextWork(p: {
   const sub = n + (r ? 4 : 0);
   const limited = (p.flowLimits?.length ?? 0) > 0;
   const limitedNames = new Set(p.flowLimits?.map((l) => l.task));
+  const values = [
+    clock(p.now), p.tasks, p.budgetMs, p.schedules,
+    ...(limited ? [p.tasks.filter((t) => !limitedNames.has(t)), JSON.stringify(p.flowLimits)] : []),
+    ...(r ? [r.doneMs, r.cancelledMs, r.deadMs, r.retentionWaitMs] : []),
+    ...(s ? subscriptionValues(s) : []),
+  ];
+  const batches = (p.batches?.length ?? 0) > 0 ? `\n              ${nextBatchAt(`$${values.push(JSON.stringify(p.batches))}`, '$3')},` : '';
   return statement(
     `SELECT false AS uncomputed,
             floor(extract(epoch FROM least(
               -- Paused tasks (migration 011) keep nothing awake.
-              ${limited ? NEXT_LIMITED : nextClaimable('$2')},
+              ${limited ? NEXT_LIMITED : nextClaimable('$2')},${batches}
               (SELECT min(locked_until) FROM skiplock.queue WHERE status = 'RUNNING' AND task = ANY($2::text[])),${r ? `
               ${nextRetention(n)},` : ''}${s ? `
               -- on: jobs left pending for its tasks by another sender (migration 018).
@@ -77,12 +87,7 @@ export function msUntilNextWork(p: {
        WHERE s.enabled AND s.next_run_at IS NULL
          AND (s.name = ANY($4::text[]) OR (s.source = 'dynamic' AND s.task = ANY($2::text[])))
        LIMIT ${UNCOMPUTED_SCHEDULES_LIMIT})`,
-    [
-      clock(p.now), p.tasks, p.budgetMs, p.schedules,
-      ...(limited ? [p.tasks.filter((t) => !limitedNames.has(t)), JSON.stringify(p.flowLimits)] : []),
-      ...(r ? [r.doneMs, r.cancelledMs, r.deadMs, r.retentionWaitMs] : []),
-      ...(s ? subscriptionValues(s) : []),
-    ],
+    values,
   );
 }
 

@@ -16,6 +16,7 @@
  */
 import type { Job } from '../../core/types.ts';
 import type { RunningJob, Settled } from '../tick/run-job.ts';
+import type { RunningBatch } from '../tick/run-batch.ts';
 import { isTraceparent, TRACEPARENT } from '../../core/traceparent.ts';
 export { isTraceparent } from '../../core/traceparent.ts';
 
@@ -69,6 +70,8 @@ export interface Tracing {
   currentTraceparent(): string | undefined;
   /** Starts `run` inside the attempt's span, ended with the attempt's outcome when it settles. */
   runAttempt(job: Job, run: () => RunningJob): TracedRun;
+  /** Starts a batch call (src/runtime/tick/run-batch.ts) inside one span, with its item count; ended when every item settles. */
+  runBatch(task: string, jobs: readonly Job[], run: () => RunningBatch): RunningBatch & { traceparent: string | null };
 }
 
 export type TracedRun = RunningJob & { traceparent: string | null };
@@ -122,6 +125,23 @@ export function createTracing(api: OtelApi): Tracing {
       const sc = span.spanContext();
       return Object.assign(running, { traceparent: span.isRecording() && api.trace.isSpanContextValid(sc) ? formatTraceparent(sc) : null });
     },
+    runBatch(task, jobs, run) {
+      // A call of many jobs has many origins: a root span, linked to each item's (up to 128).
+      const links = jobs.flatMap((j) => parseTraceparent(j.traceparent) ?? []).slice(0, 128).map((context) => ({ context }));
+      const span = tracer.startSpan(
+        `run ${task} (batch)`,
+        {
+          kind: SPAN_KIND_CONSUMER,
+          attributes: { 'messaging.system': 'skiplock', 'messaging.operation.type': 'process', 'messaging.batch.message_count': jobs.length, 'skiplock.task': task, 'skiplock.batch.size': jobs.length },
+          links,
+        },
+        api.ROOT_CONTEXT,
+      );
+      const running = api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, span), run);
+      void Promise.all(running.items.map((i) => i.settled)).then((settled) => endBatchSpan(span, settled));
+      const sc = span.spanContext();
+      return Object.assign(running, { traceparent: span.isRecording() && api.trace.isSpanContextValid(sc) ? formatTraceparent(sc) : null });
+    },
   };
 }
 
@@ -147,6 +167,16 @@ function endAttemptSpan(span: OtelSpan, settled: Settled) {
   if (settled.kind === 'done') span.setStatus({ code: STATUS_OK });
   else if (settled.kind === 'retry' || settled.kind === 'dead') span.setStatus({ code: STATUS_ERROR, message: settled.error });
   else if (settled.kind === 'lost') span.setStatus({ code: STATUS_ERROR, message: 'the lease was lost to another worker' });
+  span.end();
+}
+
+/** A batch call's span: how many items ended each way; an error status when any did not end DONE. */
+function endBatchSpan(span: OtelSpan, settled: readonly Settled[]) {
+  const outcomes = new Map<string, number>();
+  for (const s of settled) outcomes.set(settledOutcome(s), (outcomes.get(settledOutcome(s)) ?? 0) + 1);
+  for (const [outcome, n] of outcomes) span.setAttribute(`skiplock.batch.${outcome}`, n);
+  const failed = settled.filter((s) => s.kind !== 'done').length;
+  span.setStatus(failed === 0 ? { code: STATUS_OK } : { code: STATUS_ERROR, message: `${failed} of ${settled.length} items did not end DONE` });
   span.end();
 }
 

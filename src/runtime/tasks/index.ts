@@ -11,6 +11,8 @@ export { enqueueInputSchema, storableInstant } from './enqueue-input.ts';
 export type { EnqueueInput } from './enqueue-input.ts';
 export type { EnqueueAndWaitOptions, EnqueueAndWaitResult } from './enqueue-operations.ts';
 export { defineTask } from './task.ts';
+export type { BatchContext, BatchItem, BatchResult } from './batch.ts';
+export type { BatchOptions, BatchTaskDefinition } from './task.ts';
 export type { CancelOnEvent, StepContext, Task, TaskContext, TaskDefinition, WaitForEventOptions, EventAlternative, WaitForAnyOptions, AnyEvent } from './task.ts';
 export type { AnyTask, EnqueueInputOf, TaskList, TaskMap, TaskName, TaskPayload, TaskPayloadOutput } from './task-types.ts';
 export type { EnqueueOptions, Register, RegisteredTaskName, RegisteredTasks } from './registered.ts';

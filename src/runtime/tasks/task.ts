@@ -3,6 +3,7 @@ import { invalidBackoff, type Backoff } from '../../core/backoff.ts';
 import { SkiplockError } from '../../core/errors.ts';
 import type { Job } from '../../core/types.ts';
 import type { StreamWriter } from '../streams/writer.ts';
+import { checkBatchOptions, type BatchContext, type BatchItem, type BatchResult } from './batch.ts';
 import type { RegisteredEnqueueInput, RegisteredPayloadArgs, RegisteredTaskName } from './registered.ts';
 
 /**
@@ -219,6 +220,19 @@ export interface TaskDefinition<Schema extends z.ZodType = z.ZodType, Name exten
   cancelOn?: readonly CancelOnEvent<z.output<Schema>>[];
 }
 
+/**
+ * defineTask's form for a batch task: `batch` and a handler of the items. Flow control per job
+ * (concurrency, rateLimit, fairness) does not apply to a call of many jobs and is refused.
+ */
+export interface BatchTaskDefinition<Schema extends z.ZodType = z.ZodType, Name extends string = string>
+  extends Omit<TaskDefinition<Schema, Name>, 'handler' | 'concurrency' | 'rateLimit' | 'fairness' | 'batch'> {
+  batch: BatchOptions<z.output<Schema>>;
+  handler(items: BatchItem<z.output<Schema>>[], ctx: BatchContext): Promise<BatchResult | void> | BatchResult | void;
+  concurrency?: never;
+  rateLimit?: never;
+  fairness?: never;
+}
+
 export interface ConcurrencyLimit<Payload = unknown> {
   /** Jobs RUNNING at once (per key when `key` is given): an integer from 1 to 100 000. */
   limit: number;
@@ -263,8 +277,13 @@ export type Task<Name extends string = string, Schema extends z.ZodType = z.ZodT
 
 export const TASK_DEFAULTS = { timeoutMs: 10_000, maxAttempts: 5, priority: 0 } as const;
 
-/** Declares a task; options are checked now, so a bad definition fails at startup. */
-export function defineTask<const Name extends string, Schema extends z.ZodType>(definition: TaskDefinition<Schema, Name>): Task<Name, Schema> {
+/**
+ * Declares a task; options are checked now, so a bad definition fails at startup. With `batch`
+ * (src/runtime/tasks/batch.ts), the handler receives up to `batch.maxSize` items per call.
+ */
+export function defineTask<const Name extends string, Schema extends z.ZodType>(definition: BatchTaskDefinition<Schema, Name>): Task<Name, Schema>;
+export function defineTask<const Name extends string, Schema extends z.ZodType>(definition: TaskDefinition<Schema, Name>): Task<Name, Schema>;
+export function defineTask<const Name extends string, Schema extends z.ZodType>(definition: TaskDefinition<Schema, Name> | BatchTaskDefinition<Schema, Name>): Task<Name, Schema> {
   const task = { ...TASK_DEFAULTS, ...definition } as unknown as Task<Name, Schema>;
   if (!/^[\w.:-]{1,200}$/.test(task.name)) throw new TypeError(`task name ${JSON.stringify(task.name)} must be 1–200 of [A-Za-z0-9_.:-]`);
   if (!Number.isInteger(task.timeoutMs) || task.timeoutMs < 1) throw new TypeError(`${task.name}: timeoutMs must be a positive integer`);
@@ -275,6 +294,7 @@ export function defineTask<const Name extends string, Schema extends z.ZodType>(
   if (backoffProblem) throw new TypeError(`${task.name}: ${backoffProblem}`);
   checkFlowControl(task);
   checkEventOptions(task);
+  checkBatchOptions(task as unknown as { name: string } & Record<string, unknown>);
   return task;
 }
 

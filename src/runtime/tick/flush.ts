@@ -17,7 +17,7 @@ import type { Row } from '../../store/sql.ts';
 import { retryDelayMs } from './retry-backoff.ts';
 import { loadSteps, type StoredStep } from '../steps/steps.ts';
 import { asIds, isRefusal, takeBatch, tally, toResultRow, type PendingResult } from './results.ts';
-import { knownJobIds, LEASE_GRACE_MS, leaseProbeDue, startJob, type TickRun } from './run.ts';
+import { knownJobIds, LEASE_GRACE_MS, leaseProbeDue, startBatches, startJob, type TickRun } from './run.ts';
 
 /** Writes a batch of pending results and claims up to `free` jobs, which start at once. */
 export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
@@ -39,18 +39,21 @@ export async function flushAndClaim(run: TickRun, free: number): Promise<void> {
   run.failures = 0;
   if (register) deps.registration!.done();
   readSummary(run, batch, rows, probeLeases);
-  const claimed = rows.filter((row) => row.id !== null && row.id !== undefined).map((row) => mapClaimedJob(row, token));
+  const claimedRows = rows.filter((row) => row.id !== null && row.id !== undefined);
+  const claimed = claimedRows.map((row) => mapClaimedJob(row, token));
   run.counts.claimed += claimed.length;
   // A statement that did work is not idle cost: only the statements since the last one that wrote
   // or claimed something stretch the next idle wait (waitPhase). Counting a busy spell's would make
   // the poll after it wait one interval per statement of the spell.
   if (batch.length > 0 || claimed.length > 0) run.statements = 0;
+  // A batch task's jobs claimed together are one call (src/runtime/tick/run-batch.ts), one slot.
+  const { singles, calls } = startBatches(run, claimed, claimedRows.map((row) => row.batch_group));
   // Every slot filled: more may be due than this tick can run (maxParallelTicks starts more).
-  if (limit > 0 && limit >= o.concurrency && claimed.length === limit) o.onBacklog?.();
-  if (claimed.some((job) => job.stepCount > 0)) await startDurable(run, claimed);
-  else claimed.forEach((job) => startJob(run, job));
+  if (limit > 0 && limit >= o.concurrency && calls === limit) o.onBacklog?.();
+  if (singles.some((job) => job.stepCount > 0)) await startDurable(run, singles);
+  else singles.forEach((job) => startJob(run, job));
   const requeuedNow = batch.some(requeuesNow);
-  if (limit > 0) run.queueEmpty = claimed.length < limit && !requeuedNow;
+  if (limit > 0) run.queueEmpty = calls < limit && !requeuedNow;
   else if (isolated && requeuedNow) run.queueEmpty = false;
 }
 
@@ -68,6 +71,8 @@ function claimStatement(run: TickRun, batch: readonly PendingResult[], limit: nu
     tasks: run.taskNames,
     staticSchedules: run.probeSchedules ? deps.staticSchedules : null,
     flowLimits: run.limits,
+    batches: run.batches,
+    unbatched: probeLeases ? run.unbatched : null,
     fanIn: batch.some(({ job }) => job.parentId !== null),
     probeLeases,
     register,
@@ -96,6 +101,7 @@ function readSummary(run: TickRun, batch: readonly PendingResult[], rows: readon
   if (probeLeases && summary) {
     run.lastLeaseProbe = run.elapsed();
     run.reapDue = toBool(summary.reap_due);
+    run.strandedDue = toBool(summary.stranded_due);
   }
 }
 

@@ -38,6 +38,8 @@ export interface RunDeps {
   registry: TaskRegistry;
   abandonAfterMs: number;
   heartbeat(job: Job): Promise<boolean>;
+  /** A batch call's heartbeat: one statement for its items; whether each is still held. */
+  heartbeatJobs?(jobs: readonly Job[]): Promise<boolean[]>;
   enqueue(input: EnqueueInput): Promise<Job>;
   /** Durable steps (src/runtime/steps/steps.ts) write through these, fenced by the run's lease. */
   sql: Sql;

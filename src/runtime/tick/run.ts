@@ -9,6 +9,10 @@ import type { FlowLimitRow } from '../../store/flow.ts';
 import { toBool } from '../../store/rows.ts';
 import { flowLimits } from '../flow/keys.ts';
 import { runJob, type RunDeps, type RunningJob } from './run-job.ts';
+import { batchRows, isBatchTask, runBatch } from './run-batch.ts';
+import type { BatchRow } from '../../store/batches.ts';
+import { batchOf } from '../tasks/batch.ts';
+import type { Task } from '../tasks/task.ts';
 import type { StoredStep } from '../steps/steps.ts';
 import { keyOf, runKey, type PendingResult } from './results.ts';
 import { createWakeup, startClock } from './timing.ts';
@@ -30,9 +34,17 @@ export interface TickRun {
   claimNumber: number;
   readonly taskNames: string[];
   readonly limits: FlowLimitRow[];
+  /** The batch tasks (run-batch.ts batchRows): their groups are claimed first. */
+  readonly batches: BatchRow[];
+  /** Its tasks without `batch`: a claim's probe asks whether a due job of one holds a batch key. */
+  readonly unbatched: string[];
+  /** Whether that probe saw one (completeAndClaim's stranded_due): the upkeep clears their keys then. */
+  strandedDue: boolean;
   readonly counts: TickResult;
   /** Running handlers, by claim (runKey): a later run of the same job never shares an entry. */
   readonly running: Map<string, RunningJob>;
+  /** Items of running batch calls beyond the first of each: running.size − batchItems is the calls running. */
+  batchItems: number;
   /** Results to write; `progress` and `trace` go into the attempt's history entry. */
   readonly pending: PendingResult[];
   /** Set when a claiming statement failed (it may have committed): this worker may hold jobs it never saw. */
@@ -80,8 +92,12 @@ export function openTickRun(given: TickDeps, o: ResolvedTickOptions): TickRun {
     claimNumber: 0,
     taskNames: [...deps.run.registry.keys()],
     limits: flowLimits(deps.run.registry),
+    batches: batchRows(deps.run.registry),
+    unbatched: [...deps.run.registry.values()].filter((t) => !isBatchTask(t)).map((t) => t.name),
+    strandedDue: false,
     counts: emptyTickResult(),
     running: new Map<string, RunningJob>(),
+    batchItems: 0,
     pending: [] as PendingResult[],
     claimsUnseen: false,
     claimEverLost: false,
@@ -105,6 +121,10 @@ export function openTickRun(given: TickDeps, o: ResolvedTickOptions): TickRun {
     ...deps.run,
     abandonAfterMs: Math.min(o.abandonAfterMs, o.marginMs / 2),
     heartbeat: async (job) => (await heartbeat(run, [job])).has(keyOf(job)),
+    heartbeatJobs: async (jobs) => {
+      const held = await heartbeat(run, jobs);
+      return jobs.map((job) => held.has(keyOf(job)));
+    },
     // Durable steps: their writes are fenced and extend the lease; they yield before the deadline.
     sql: deps.sql,
     now: deps.now,
@@ -142,7 +162,8 @@ export const heartbeatIntervalMs = (run: TickRun) => Math.max(100, Math.floor(ru
 export function subrequestsFree(run: TickRun): number {
   const limit = run.o.subrequestLimit;
   if (limit === undefined) return Infinity;
-  const held = run.running.size + run.pending.length;
+  // A batch call's items are written together: held as one (runningCalls).
+  const held = runningCalls(run) + run.pending.length;
   const heartbeats = Math.ceil(Math.max(0, run.deadline - run.elapsed()) / heartbeatIntervalMs(run));
   return limit - run.subrequests.spent - held * (1 + run.o.subrequestsPerJob) - heartbeats;
 }
@@ -217,6 +238,57 @@ export function startJob(run: TickRun, job: Job, steps?: readonly StoredStep[]):
     run.wakeup.wake();
   });
 }
+
+/**
+ * The run phase for a batch task's jobs claimed together: one handler call (run-batch.ts), in one
+ * span, occupying one slot of the tick's concurrency; each item joins `pending` with its outcome.
+ */
+export function startBatch(run: TickRun, task: Task, jobs: readonly Job[]): void {
+  const start = () => runBatch(task, jobs, run.runDeps);
+  const traced = run.deps.tracing?.runBatch(task.name, jobs, start);
+  const call = traced ?? start();
+  const trace = traced?.traceparent ?? null;
+  // The call's items in `running` beyond the first: kept equal to (items left − 1) as each leaves.
+  let left = call.items.length;
+  run.batchItems += left - 1;
+  for (const handle of call.items) {
+    const key = keyOf(handle.job);
+    run.running.set(key, handle);
+    void handle.settled.then((settled) => {
+      if (run.running.get(key) === handle) run.running.delete(key);
+      if ((left -= 1) > 0) run.batchItems -= 1;
+      if (settled.kind !== 'lost') run.pending.push({ job: handle.job, outcome: settled, trace });
+      if (left === 0) run.wakeup.wake();
+    });
+  }
+}
+
+/**
+ * Starts the calls of the batch tasks' jobs among `claimed` (the claim's `batch_group` says which
+ * were claimed together: `groups[i]` for `claimed[i]`; a job claimed alone, e.g. enqueued without
+ * its batch key, is a call of one), and returns the other jobs, to start one by one, and how many
+ * calls it started.
+ */
+export function startBatches(run: TickRun, claimed: readonly Job[], groups: readonly unknown[]): { singles: Job[]; calls: number } {
+  const singles: Job[] = [];
+  const calls = new Map<string, Job[]>();
+  claimed.forEach((job, i) => {
+    const task = run.deps.run.registry.get(job.task);
+    if (!isBatchTask(task)) return void singles.push(job);
+    const key = `${job.task}\u0000${groups[i] ?? `one:${job.id}`}`;
+    calls.set(key, [...(calls.get(key) ?? []), job]);
+  });
+  let started = 0;
+  for (const jobs of calls.values()) {
+    const task = run.deps.run.registry.get(jobs[0]!.task)!;
+    const size = batchOf(task)!.maxSize;
+    for (let i = 0; i < jobs.length; i += size, started += 1) startBatch(run, task, jobs.slice(i, i + size));
+  }
+  return { singles, calls: started + singles.length };
+}
+
+/** The handler calls running: a batch call counts once, however many items it holds. */
+export const runningCalls = (run: TickRun): number => run.running.size - run.batchItems;
 
 /** What this worker holds and knows of: running, or with a result still to write. */
 export function knownJobIds(run: TickRun): string[] {

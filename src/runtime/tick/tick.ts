@@ -20,8 +20,9 @@ import { reapExpiredLeases } from '../../store/leases.ts';
 import { adoptUnkeyedJobs } from '../flow/keys.ts';
 import { backOff, flushAndClaim, giveBackUnseen } from './flush.ts';
 import { TICK_DEFAULTS, type TickDeps, type TickOptions } from './options.ts';
-import { affordableClaims, openTickRun, startHeartbeats, stopTickRun, upkeepAffordable, upkeepDue, type TickRun } from './run.ts';
+import { affordableClaims, openTickRun, runningCalls, startHeartbeats, stopTickRun, upkeepAffordable, upkeepDue, type TickRun } from './run.ts';
 import { yieldToIo } from './timing.ts';
+import { ADOPT_BATCH_LIMIT, adoptStrandedBatchJobs } from './run-batch.ts';
 
 export { TICK_DEFAULTS, type TickDeps, type TickOptions } from './options.ts';
 
@@ -74,7 +75,7 @@ export async function tick(deps: TickDeps, options: TickOptions = {}): Promise<T
  * invocation takes it); with jobs held, it waits for their results to free their share.
  */
 function claimable(run: TickRun): number {
-  const slots = run.o.concurrency - run.running.size;
+  const slots = run.o.concurrency - runningCalls(run);
   if (slots <= 0) return 0;
   const affordable = affordableClaims(run);
   if (affordable > 0) return Math.min(slots, affordable);
@@ -157,6 +158,7 @@ async function reapPhase(run: TickRun): Promise<void> {
     run.statements += 1;
     if (await reap(deps.sql, deps.now(), run.counts).catch((error: unknown) => deps.log('warn', 'reaping failed', { error: String(error) }))) run.queueEmpty = false;
   }
+  if (run.strandedDue && upkeepAffordable(run, 1)) await adoptStrandedPhase(run);
   if (!upkeepDue(run, run.lastUpkeep) || !upkeepAffordable(run, 3)) return;
   run.lastUpkeep = run.elapsed();
   // Jobs of limited tasks enqueued without their keys: keyed here, or no claim would take them.
@@ -170,6 +172,19 @@ async function reapPhase(run: TickRun): Promise<void> {
     run.statements += 1;
     run.subrequests.spent += 1; // pruning goes through skiplock's own port
   }
+}
+
+/** Jobs left with a batch key by a task that is no batch task here (a claim's probe saw some): cleared, or no claim takes them. */
+async function adoptStrandedPhase(run: TickRun): Promise<void> {
+  const { deps } = run;
+  run.strandedDue = false; // until a claiming statement says so again
+  run.statements += 1;
+  const cleared = await adoptStrandedBatchJobs(deps.sql, run.unbatched).catch((error: unknown) => {
+    deps.log('warn', 'clearing the batch keys of jobs of tasks without batch failed', { error: String(error) });
+    return 0;
+  });
+  if (cleared > 0) run.queueEmpty = false;
+  if (cleared >= ADOPT_BATCH_LIMIT) run.strandedDue = true;
 }
 
 /**

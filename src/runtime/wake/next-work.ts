@@ -8,6 +8,7 @@ import type { Subscriptions } from '../../store/event-subscriptions.ts';
 import { msUntilNextWork } from '../../store/wakeup.ts';
 import type { SkiplockContext } from '../context.ts';
 import { flowLimits } from '../flow/keys.ts';
+import { batchRows } from '../tick/run-batch.ts';
 import { msUntilFirstRun } from '../schedules/schedules.ts';
 import { TICK_DEFAULTS, type TickOptions } from '../tick/options.ts';
 
@@ -28,7 +29,7 @@ export function createNextWork({ sql, now, registry }: Pick<SkiplockContext, 'sq
     const rows = await sql.query(
       msUntilNextWork({
         now: now(), tasks: [...registry.keys()], budgetMs: budgetMs - marginMs, schedules: deps.staticSchedules, flowLimits: flowLimits(registry), retention: deps.nextRetention(),
-        subscriptions: deps.subscriptions,
+        subscriptions: deps.subscriptions, batches: batchRows(registry),
       }),
     );
     // Work and stored next runs come as one figure; schedules put since the last tick, one row each.

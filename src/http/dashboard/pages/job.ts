@@ -13,6 +13,7 @@ import { toBool } from '../../../store/rows.ts';
 import type { DashboardDeps, PageRequest, PageResult } from '../respond.ts';
 import { restartForm } from '../versions.ts';
 import { streamsSection } from './job-streams.ts';
+import { batchFacts } from './job-batch.ts';
 
 export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest): Promise<PageResult> {
   const id = c.req.param('id') ?? '';
@@ -22,6 +23,7 @@ export async function jobPage(deps: DashboardDeps, { c, csrf, now }: PageRequest
   const [facts] = job.status === 'QUEUED' ? await deps.skiplock.sql.query(jobWaitFacts({ id: job.id })) : [];
   const flow = job.status === 'QUEUED' ? await deps.skiplock.flowWait(job.id) : null;
   const streams = await streamsSection(deps, job);
+  const batch = await batchFacts(deps, job);
 
   const body = html`<div class="title-row">
   <h1>Job #${job.id}</h1>
@@ -43,6 +45,7 @@ ${job.lastError ? html`<section class="card"><h2>Last error</h2><pre class="code
     <dt>Idempotency key</dt><dd>${job.idempotencyKey ?? html`<span class="muted">—</span>`}</dd>
     ${job.fairnessKey === null ? '' : html`<dt>Fairness key</dt><dd class="mono">${job.fairnessKey}</dd>`}
     ${parentFact(job)}
+    ${batch}
     ${observabilityFacts(job)}
     ${job.status === 'QUEUED' ? html`<dt>Waiting</dt><dd>${flowWaitingReason(job, flow, now, facts !== undefined && toBool(facts.task_paused))}</dd>` : ''}
     ${job.status === 'WAITING' ? html`<dt>Waiting</dt><dd>${job.pendingChildren > 0 ? html`for ${job.pendingChildren.toLocaleString('en-US')} ${job.pendingChildren === 1 ? 'child' : 'children'} to end` : flowWaitingReason(job, null, now)}</dd>` : ''}
