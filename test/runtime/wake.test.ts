@@ -249,7 +249,7 @@ const MAKES_DUE_WORK = [
 ];
 const TICKS = ['tick', 'tickIfDue'];
 const NONE = [
-  'activity', 'checkReplay', 'currentTime', 'deadByTask', 'deleteSchedule', 'enqueueStatement', 'ensureSchema', 'flowStatus', 'flowWait', 'getJob',
+  'activity', 'checkReplay', 'currentTime', 'deadByTask', 'deleteSchedule', 'enqueueStatement', 'ensureSchema', 'fairnessStatus', 'flowStatus', 'flowWait', 'getJob',
   'getJobDetail', 'getSchedule', 'isCallbackToken', 'listEvents', 'listJobs', 'listSchedules', 'listTasks', 'migrate', 'msUntilNextWork', 'pauseTask',
   'ping', 'prune', 'readStream', 'schedules', 'schemaStatus', 'setWakeDriver', 'sql', 'stats', 'streamToken', 'streamTotals', 'tasks', 'tickTotals',
   'verifyStreamToken', 'waitForJob',
