@@ -126,17 +126,19 @@ test('8 claims in parallel: every job claimed once, every lane reached, A held t
   for (const k of LETTERS) expect(all.filter((x) => x === k).length, k).toBeGreaterThanOrEqual(1);
 });
 
-test('a task with concurrency limits is claimed by its own claim, its limits hold beside fair jobs', async () => {
+test('tasks with a concurrency or a rate limit are claimed by their own claim, their limits hold beside fair jobs', async () => {
   await reset();
   await add('lim', 'A', 20, { flowKey: 'k1' });
+  await add('rated', 'A', 20, { flowKey: '' });
   await add('t', 'A', 20);
   await add('t', 'B', 20);
   const rows = await db.sql.query(completeAndClaim({
-    now: null, workerId: 'w', results: [], limit: 10, budgetMs: 60_000, tasks: ['t', 'lim'], leaseMs: 60_000, leaseGraceMs: 1_000,
-    flowLimits: [{ task: 'lim', limit: 2 }],
+    now: null, workerId: 'w', results: [], limit: 13, budgetMs: 60_000, tasks: ['t', 'lim', 'rated'], leaseMs: 60_000, leaseGraceMs: 1_000,
+    flowLimits: [{ task: 'lim', limit: 2 }, { task: 'rated', rate: 3, period_ms: 60_000 }],
   }));
   const got = rows.filter((r) => r.id !== null);
   expect(got.filter((r) => r.task === 'lim')).toHaveLength(2);
+  expect(got.filter((r) => r.task === 'rated')).toHaveLength(3);
   const fair = got.filter((r) => r.task === 't').map((r) => r.fair_key);
   expect(fair.filter((k) => k === 'A')).toHaveLength(4);
   expect(fair.filter((k) => k === 'B')).toHaveLength(4);

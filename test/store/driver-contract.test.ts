@@ -269,6 +269,29 @@ describe.each(Object.keys(drivers))('driver %s', (name) => {
     expect(retried.lastError).toBe('boom');
     expect(retried.attempts).toBe(2);
   });
+
+  test('fair share and batch handlers run over it (issue 35)', async () => {
+    const order: string[] = [];
+    const calls: number[] = [];
+    const fair = defineTask({ name: 'fair', payload: z.object({ t: z.string() }), fairness: { key: (p) => p.t }, handler: (p) => void order.push(p.t) });
+    const batched = defineTask({
+      name: 'batched', payload: z.object({ n: z.number() }), batch: { maxSize: 10, maxWaitMs: 0 },
+      handler: async (items, ctx) => {
+        calls.push(items.length);
+        ctx.fail(items[0]!.id, new Error('first item fails once'));
+        return items.slice(1).map((i) => ({ id: i.id, result: i.payload.n }));
+      },
+    });
+    const skiplock = createSkiplock({ sql, tasks: [fair, batched], log: () => {}, retention: false });
+    await skiplock.enqueueBatch([...Array.from({ length: 20 }, () => ({ task: 'fair' as const, payload: { t: 'big' } })), { task: 'fair' as const, payload: { t: 'small' } }]);
+    const items = await skiplock.enqueueBatch(Array.from({ length: 25 }, (_, n) => ({ task: 'batched', payload: { n } })));
+    await skiplock.tick({ untilIdle: true, concurrency: 4 });
+    expect(order.slice(0, 4)).toContain('small');
+    expect(order).toHaveLength(21);
+    expect(calls.slice(0, 3)).toEqual([10, 10, 5]);
+    const second = await skiplock.getJob(items[1]!.job.id);
+    expect(second).toMatchObject({ status: 'DONE', result: 1, batchKey: '' });
+  });
 });
 
 describe('connection strings as users paste them', () => {

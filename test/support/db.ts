@@ -1,6 +1,6 @@
 import { inject } from 'vitest';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
-import { statement, type Sql } from '../../src/store/sql.ts';
+import { sqlState, statement, type Sql } from '../../src/store/sql.ts';
 
 export interface TestDb {
   name: string;
@@ -28,7 +28,16 @@ export async function createTestDb(options: { migrated?: boolean } = {}): Promis
     url,
     sql,
     async emptyJobs(...also) {
-      await sql.query(statement(`TRUNCATE ${['skiplock.job_record', 'skiplock.queue', ...also].join(', ')} CASCADE`));
+      // A test's runner may still be ticking: its statement and the TRUNCATE can deadlock (the
+      // TRUNCATE is the one cancelled), so it is tried again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await sql.query(statement(`TRUNCATE ${['skiplock.job_record', 'skiplock.queue', ...also].join(', ')} CASCADE`));
+          return;
+        } catch (error) {
+          if (sqlState(error) !== '40P01' || attempt >= 5) throw error;
+        }
+      }
     },
     async drop() {
       await sql.close();
