@@ -9,6 +9,7 @@ import { completeAndClaim, type ResultRow } from '../../src/store/claim.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { statement, type Sql, type Statement } from '../../src/store/sql.ts';
 import { percentile, round, uncountedClient } from './harness.ts';
+import { seeded } from '../support/seed.ts';
 
 export interface ClaimStep {
   label: string;
@@ -45,15 +46,18 @@ export interface ClaimStepResult extends ClaimStep {
   insertMs: number;
 }
 
-const DONE_ROWS = `INSERT INTO skiplock.job (task, payload, status, attempts, run_at, created_at, updated_at, finished_at)
-  SELECT 'noop', '{}'::jsonb, 'DONE', 1, t, t, t, t
+// Finished rows are records only; QUEUED rows a record and a queue row each (migration 021: seeded).
+const DONE_ROWS = `INSERT INTO skiplock.job_record (task, payload, status, attempts, max_attempts, timeout_ms, run_at, created_at, updated_at, finished_at)
+  SELECT 'noop', '{}'::jsonb, 'DONE', 1, 5, 10000, t, t, t, t
     FROM (SELECT now() - interval '30 days' + g * interval '1 millisecond' AS t FROM generate_series(1, $1) g) s`;
-const QUEUED_ROWS = `INSERT INTO skiplock.job (task, payload, run_at, created_at, updated_at)
-  SELECT 'noop', '{}'::jsonb, t, t, t
-    FROM (SELECT now() - interval '1 hour' + g * interval '1 microsecond' AS t FROM generate_series(1, $1) g) s`;
+const QUEUED_ROWS = seeded(`INSERT INTO skiplock.job_record (task, payload, max_attempts, timeout_ms, run_at, created_at, updated_at)
+  SELECT 'noop', '{}'::jsonb, 5, 10000, t, t, t
+    FROM (SELECT now() - interval '1 hour' + g * interval '1 microsecond' AS t FROM generate_series(1, $1) g) s`);
+const TABLES = ['skiplock.queue', 'skiplock.job_record'];
 
-async function countOf(sql: Sql, status: string): Promise<number> {
-  const [row] = await sql.query<{ n: string }>(statement(`SELECT count(*) AS n FROM skiplock.job WHERE status = $1`, [status]));
+async function countOf(sql: Sql, status: 'DONE' | 'QUEUED'): Promise<number> {
+  const table = status === 'DONE' ? 'skiplock.job_record' : 'skiplock.queue';
+  const [row] = await sql.query<{ n: string }>(statement(`SELECT count(*) AS n FROM ${table} WHERE status = $1`, [status]));
   return Number(row?.n ?? 0);
 }
 
@@ -76,12 +80,12 @@ export async function claimLatency(p: ClaimLatencyParams): Promise<ClaimStepResu
       const needDone = step.doneRows - (await countOf(sql, 'DONE'));
       if (needDone > 0) await sql.query(statement(DONE_ROWS, [needDone]));
       if (stale) {
-        await sql.query(statement(`ALTER TABLE skiplock.job SET (autovacuum_enabled = off)`));
-        await sql.query(statement(`VACUUM ANALYZE skiplock.job`));
+        for (const table of TABLES) await sql.query(statement(`ALTER TABLE ${table} SET (autovacuum_enabled = off)`));
+        for (const table of TABLES) await sql.query(statement(`VACUUM ANALYZE ${table}`));
       }
       const needQueued = step.queuedRows - (await countOf(sql, 'QUEUED'));
       if (needQueued > 0) await sql.query(statement(QUEUED_ROWS, [needQueued]));
-      if (!stale) await sql.query(statement(`VACUUM ANALYZE skiplock.job`));
+      if (!stale) for (const table of TABLES) await sql.query(statement(`VACUUM ANALYZE ${table}`));
       const insertMs = performance.now() - t0;
 
       let plan = { ms: NaN, text: '' };

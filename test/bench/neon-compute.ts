@@ -74,8 +74,8 @@ async function seedHistory(sql: Sql, profile: Profile): Promise<void> {
   for (let m = 0; m < 24 * 60; m += 1) if (profile.rate(m * 60_000) > 0 || m === 5 * 60) minutes.push(m);
   await sql.query(
     statement(
-      `INSERT INTO skiplock.job (task, payload, status, attempts, finished_at, run_at, created_at)
-       SELECT 'work', '{}', 'DONE', 1, at, at, at
+      `INSERT INTO skiplock.job_record (task, payload, status, attempts, max_attempts, timeout_ms, finished_at, run_at, created_at, updated_at)
+       SELECT 'work', '{}', 'DONE', 1, 5, 10000, at, at, at, at
          FROM generate_series(1, 7) AS d, unnest($2::int[]) AS m, LATERAL (SELECT $1::timestamptz - d * interval '1 day' + m * interval '1 minute' AS at) x`,
       [new Date(BASE).toISOString(), minutes],
     ),
@@ -88,7 +88,7 @@ async function seedHistory(sql: Sql, profile: Profile): Promise<void> {
  */
 async function simulateAfter(url: string, profile: Profile, idleCheckMs: number): Promise<{ times: number[]; armed: number }> {
   const base = createPgDriver(url, { max: 4 });
-  await base.query(statement(`TRUNCATE skiplock.job, skiplock.schedule CASCADE`));
+  await base.query(statement(`TRUNCATE skiplock.job_record, skiplock.queue, skiplock.schedule CASCADE`));
   await seedHistory(base, profile);
   let t = BASE;
   // Process-local rate limits (retention's once a minute) count with performance.now(): it moves
@@ -138,7 +138,7 @@ async function simulateAfter(url: string, profile: Profile, idleCheckMs: number)
 /** The old minute cron's idle cadence, from the real tick: statement instants of `ms` of ticking, relative to its start. */
 async function measureBeforeCadence(url: string, ms: number): Promise<number[]> {
   const sql = createPgDriver(url, { max: 2 });
-  await sql.query(statement(`TRUNCATE skiplock.job, skiplock.schedule CASCADE`));
+  await sql.query(statement(`TRUNCATE skiplock.job_record, skiplock.queue, skiplock.schedule CASCADE`));
   const offsets: number[] = [];
   const start = performance.now();
   const skiplock = createSkiplock({ sql: recording(sql, () => performance.now() - start, offsets), tasks: [work], schedules: [daily] });

@@ -13,6 +13,7 @@ import { startLocalPostgres } from '../../src/dev/embedded-postgres.ts';
 import { createSkiplock } from '../../src/runtime/skiplock.ts';
 import { jobStats } from '../../src/store/admin.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { seeded } from '../support/seed.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { loadMigrations } from '../../src/store/migrations-fs.ts';
 import { statement, type Statement } from '../../src/store/sql.ts';
@@ -26,14 +27,16 @@ const sql = createPgDriver(pg.url, { max: 2 });
 try {
   await migrate(sql, await loadMigrations());
   const run = (text: string) => sql.query(statement(text));
-  await run(`INSERT INTO skiplock.job (task, payload, status, attempts, finished_at, created_at)
-             SELECT (ARRAY['echo', 'sleep', 'flaky'])[1 + g % 3], '{}', 'DONE', 1, now() - g * interval '1 ms', now() - g * interval '1 ms'
+  // Records (and, for live jobs, queue rows: seeded) as the statements leave them (migration 021).
+  const record = `INSERT INTO skiplock.job_record (task, payload, status, attempts, max_attempts, timeout_ms, run_at, created_at, updated_at, finished_at, failed_status, locked_by, locked_until)`;
+  await run(`${record} SELECT (ARRAY['echo', 'sleep', 'flaky'])[1 + g % 3], '{}', 'DONE', 1, 5, 10000, now() - g * interval '1 ms', now() - g * interval '1 ms', now(), now() - g * interval '1 ms', NULL, NULL, NULL
                FROM generate_series(1, ${doneRows}) g`);
-  await run(`INSERT INTO skiplock.job (task, payload, run_at) SELECT 'echo', '{}', now() - interval '1 second' FROM generate_series(1, 600)`);
-  await run(`INSERT INTO skiplock.job (task, payload, run_at) SELECT 'echo', '{}', now() + interval '1 hour' FROM generate_series(1, 200)`);
-  await run(`INSERT INTO skiplock.job (task, payload, status, attempts, locked_by, locked_until) SELECT 'sleep', '{}', 'RUNNING', 1, 'w', now() + interval '1 hour' FROM generate_series(1, 100)`);
-  await run(`INSERT INTO skiplock.job (task, payload, status, attempts, finished_at) SELECT 'poison', '{}', 'DEAD', 1, now() FROM generate_series(1, 100)`);
-  await run(`VACUUM ANALYZE skiplock.job`);
+  await run(seeded(`${record} SELECT 'echo', '{}', 'QUEUED', 0, 5, 10000, now() - interval '1 second', now(), now(), NULL, NULL, NULL, NULL FROM generate_series(1, 600)`));
+  await run(seeded(`${record} SELECT 'echo', '{}', 'QUEUED', 0, 5, 10000, now() + interval '1 hour', now(), now(), NULL, NULL, NULL, NULL FROM generate_series(1, 200)`));
+  await run(seeded(`${record} SELECT 'sleep', '{}', 'RUNNING', 1, 5, 10000, now(), now(), now(), NULL, NULL, 'w', now() + interval '1 hour' FROM generate_series(1, 100)`));
+  await run(`${record} SELECT 'poison', '{}', 'DEAD', 1, 5, 10000, now(), now(), now(), now(), 'DEAD', NULL, NULL FROM generate_series(1, 100)`);
+  await run(`VACUUM ANALYZE skiplock.job_record`);
+  await run(`VACUUM ANALYZE skiplock.queue`);
 
   const skiplock = createSkiplock({ sql, tasks: exampleTasks, log: () => {}, retention: false });
   const median = async (f: () => Promise<unknown>) => {
@@ -46,7 +49,7 @@ try {
     return times.sort((a, b) => a - b)[10]!.toFixed(1);
   };
   // The statement stats() ran before: every row, grouped by status and task.
-  const whole = statement(`SELECT status, task, count(*)::int AS n FROM skiplock.job GROUP BY status, task`);
+  const whole = statement(`SELECT status, task, count(*)::int AS n FROM skiplock.job_record GROUP BY status, task`);
   const stats = await skiplock.stats();
   console.log(`${doneRows} DONE + 1000 live: stats() ${await median(() => skiplock.stats())} ms (median of 20), the whole-table count ${await median(() => sql.query(whole))} ms`);
   console.log(`counts ${JSON.stringify(stats.counts)} (DONE ${stats.doneCount}), depth ${JSON.stringify(stats.depth)}`);

@@ -16,6 +16,7 @@ import { freePort, startLocalPostgres } from '../../src/dev/embedded-postgres.ts
 import { startNeonProxy } from '../../src/dev/neon-proxy.ts';
 import { startWranglerDev } from '../../src/dev/wrangler-dev.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
+import { seeded } from '../support/seed.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { migrations } from '../../src/store/migrations-data.ts';
 import { statement } from '../../src/store/sql.ts';
@@ -35,7 +36,7 @@ try {
   await migrate(sql, migrations);
   const commits = async () => Number((await sql.query<{ n: string }>(statement(`SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = 'fanout'`)))[0]!.n);
   for (const parallel of PARALLEL.length > 0 ? PARALLEL : [1, 4, 8]) {
-    await sql.query(statement(`TRUNCATE skiplock.job CASCADE`));
+    await sql.query(statement(`TRUNCATE skiplock.job_record, skiplock.queue CASCADE`));
     const state = await mkdtemp(join(root, 'wrangler-'));
     const worker = await startWranglerDev({
       port: await freePort(),
@@ -45,7 +46,8 @@ try {
     });
     try {
       // timeout 2 s: a fan-out invocation started late in the alarm's 25 s can still claim them.
-      await sql.query(statement(`INSERT INTO skiplock.job (task, payload, timeout_ms) SELECT 'sleep', '{"ms":200}', 2000 FROM generate_series(1, $1::int)`, [JOBS]));
+      await sql.query(statement(seeded(`INSERT INTO skiplock.job_record (task, payload, timeout_ms, max_attempts, run_at, created_at, updated_at)
+        SELECT 'sleep', '{"ms":200}', 2000, 5, now(), now(), now() FROM generate_series(1, $1::int)`), [JOBS]));
       let polls = 0;
       const before = await commits();
       const started = performance.now();
