@@ -27,14 +27,15 @@ export const batchedCte = (slots: string, at: string, budget: string, batches: s
      )`;
 
 /** The slots the batch claim left to the plain claim: one per group it took. */
-export const slotsAfterBatches = (slots: string) => `(${slots}::int - (SELECT count(DISTINCT batch_group)::int FROM batched))`;
+const slotsAfterBatches = (slots: string) => `(${slots}::int - (SELECT count(DISTINCT batch_group)::int FROM batched))`;
 
 /**
  * completeAndClaim's claim with batch tasks (`batches`: their parameter; null: none): the batch
- * claim first, then `claim` (the plain or limited one, `$4` its slots) gets the slots it left.
+ * claim first, then `claim` (the plain or limited one, built for a number of slots) gets the slots
+ * it left; without batch tasks, `claim` of all the slots ($4).
  */
-export const batchClaim = (claim: string, batches: string | null, at: string) =>
-  batches ? `${batchedCte('$4', at, '$5', batches)},\n     ${claim.replace(/\$4(?!\d)/g, slotsAfterBatches('$4'))}` : claim;
+export const batchClaim = (claim: (slots: string) => string, batches: string | null, at: string) =>
+  batches ? `${batchedCte('$4', at, '$5', batches)},\n     ${claim(slotsAfterBatches('$4'))}` : claim('$4');
 
 /** The wake state's term: when the first group of these batch tasks becomes ready. */
 export const nextBatchAt = (batches: string, budget: string) => `skiplock.next_batch_at(${unpausedBatches(batches)}, ${budget})`;

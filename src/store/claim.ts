@@ -146,7 +146,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   const build = p.subscriptions || register ? statement : preparedStatement;
   return build(
     `WITH ${plainDone ? doneWrite(p, values) : GENERAL_WRITE(p.fanIn === true)},
-     ${batchClaim(limited ? CLAIM_LIMITED : CLAIM_PLAIN, batches, NOW)},
+     ${batchClaim(limited ? claimLimited : claimPlain, batches, NOW)},
      claimed AS (
        UPDATE skiplock.queue j SET
          status = 'RUNNING', attempts = j.attempts + 1, locked_by = $2,
@@ -354,9 +354,10 @@ const FAIR_QUEUED = `fair_queued AS MATERIALIZED (
                          AND batch_key IS NULL AND flow_key IS NULL) AS fair
      )`;
 
-const CLAIM_PLAIN = `${FAIR_QUEUED},
+/** The claim of `slots` jobs (SQL: $4, or what the batch claim left of it) without flow control. */
+const claimPlain = (slots: string) => `${FAIR_QUEUED},
      next AS MATERIALIZED (
-       ${claimOf('$4', '$8')}
+       ${claimOf(slots, '$8')}
      )`;
 
 /**
@@ -364,12 +365,12 @@ const CLAIM_PLAIN = `${FAIR_QUEUED},
  * their limits, they cannot starve the others, and a backlog of plain jobs cannot starve them —
  * then the plain tasks ($11) in what is left of `limit`, by the plain claim, unchanged.
  */
-const CLAIM_LIMITED = `limited AS MATERIALIZED (
-       SELECT job_id AS id, start_at FROM skiplock.claim_limited_jobs($4::int, ${NOW}, $5, ${unpausedLimits('$10')})
+const claimLimited = (slots: string) => `limited AS MATERIALIZED (
+       SELECT job_id AS id, start_at FROM skiplock.claim_limited_jobs(${slots}::int, ${NOW}, $5, ${unpausedLimits('$10')})
      ),
      ${FAIR_QUEUED},
      plain AS MATERIALIZED (
-       ${claimOf('$4::int - (SELECT count(*)::int FROM limited)', '$11')}
+       ${claimOf(`${slots}::int - (SELECT count(*)::int FROM limited)`, '$11')}
      ),
      next AS (SELECT id FROM limited UNION ALL SELECT id FROM plain)`;
 
