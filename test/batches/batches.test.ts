@@ -46,6 +46,17 @@ function make(tasks: readonly Task[], clock: { ms: number }, sql: Sql = db.sql) 
 }
 
 describe('when a batch runs', () => {
+  test('deadline-aware (invariant 4): items whose timeout does not fit the tick\'s budget are not claimed', async () => {
+    const clock = { ms: 0 };
+    const { task, calls } = recorder({ maxSize: 2, maxWaitMs: 0 });
+    const s = make([task], clock);
+    const jobs = (await s.enqueueBatch([0, 1].map((n) => ({ task: 'mail' as const, payload: { n }, timeoutMs: 20_000 })))).map((r) => r.job);
+    expect((await s.tick({ untilIdle: true, budgetMs: 10_000, marginMs: 1_000 })).claimed).toBe(0);
+    expect(calls).toEqual([]);
+    await s.tick({ untilIdle: true, budgetMs: 60_000 });
+    expect(calls).toEqual([jobs.map((j) => j.id)]);
+  });
+
   test('size: maxSize due items run as one call at once; fewer wait for maxWaitMs', async () => {
     const clock = { ms: 0 };
     const { task, calls } = recorder({ maxSize: 3, maxWaitMs: 60_000 });

@@ -25,17 +25,17 @@ async function reset() {
 }
 
 /** `count` due jobs of `task` with fairness key `key` (null: none) at `priority`, due `ageS` seconds ago. */
-async function add(task: string, key: string | null, count: number, { priority = 0, ageS = 3600, flowKey = null as string | null } = {}) {
+async function add(task: string, key: string | null, count: number, { priority = 0, ageS = 3600, flowKey = null as string | null, timeoutMs = 10_000 } = {}) {
   // Both rows at once, as an enqueue writes them (the view's test trigger takes a row at a time).
   await db.sql.query(statement(
     `WITH x AS (
        INSERT INTO skiplock.job_record (task, fair_key, flow_key, rate_key, priority, run_at, max_attempts, timeout_ms, created_at, updated_at)
-       SELECT $1, $2, $5, $6, $3, now() - make_interval(secs => $4) + g * interval '1 microsecond', 5, 10000, now(), now()
+       SELECT $1, $2, $5, $6, $3, now() - make_interval(secs => $4) + g * interval '1 microsecond', 5, $8, now(), now()
          FROM generate_series(1, $7::int) g
        RETURNING *
      )
      ${QUEUE_INSERT} ${queueRowsFrom('x')}`,
-    [task, key, priority, ageS, flowKey, flowKey === null ? null : '', count],
+    [task, key, priority, ageS, flowKey, flowKey === null ? null : '', count, timeoutMs],
   ));
 }
 
@@ -100,6 +100,9 @@ test('jobs not yet due, of a task this deployment lacks, or over its budget wait
   await reset();
   await add('t', 'A', 3, { ageS: -3600 });
   await add('other', 'B', 3);
+  // Invariant 4: a timeout longer than the claim's budget (60 s here), with a key or without.
+  await add('t', 'D', 3, { timeoutMs: 120_000 });
+  await add('t', null, 3, { timeoutMs: 120_000 });
   await add('t', 'C', 2);
   expect((await claim(10)).sort()).toEqual(['C', 'C']);
   await reset();
