@@ -10,6 +10,7 @@ import type { JobStatus } from '../core/types.ts';
 import type { FlowLimitRow } from './flow.ts';
 import { appendAttempt } from './history.ts';
 import { preparedStatement, statement, type Statement } from './sql.ts';
+import { withStoredForm } from './stored-tick.ts';
 import { fanInCtes } from './steps.ts';
 import { recordEnd, settleCtes } from './queue.ts';
 import { batchClaim, strandedBatchJobsExist, type BatchRow } from './batches.ts';
@@ -127,6 +128,12 @@ export interface CompleteAndClaimParams {
  * child's, is written by doneWrite: arrays, one SET list. Any other batch by GENERAL_WRITE: the
  * results as JSON parsed once (MATERIALIZED), a CASE per column over the outcome, the schedule's
  * recurring state, and with `fanIn` a child's end reaching its parent. The answer is the same.
+ * What the queue does not hold of a claimed job comes from the record, by primary key; the
+ * schedules' probe is two probes of schedule_due_idx (next_run_at, enabled), a few rows at most.
+ *
+ * The commonest statement, that write with the plain claim and no probe, is also stored in the
+ * database as a function (src/store/stored-tick.ts): a driver that does not prepare statements
+ * sends a call of it, which PostgreSQL does not parse and plan again on every call.
  */
 export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   const limited = (p.flowLimits?.length ?? 0) > 0;
@@ -144,7 +151,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   // a prepared statement's generic plan cannot estimate `task = ANY ($n)` and scanned every pending
   // row (11 ms past 20,000 left for a task no deployment runs); planned each time, it is an index probe.
   const build = p.subscriptions || register ? statement : preparedStatement;
-  return build(
+  const stored = plainDone && !limited && !batches && !register && !p.subscriptions && !p.probeLeases;
+  return (stored ? withStoredForm : (s: Statement) => s)(build(
     `WITH ${plainDone ? doneWrite(p, values) : GENERAL_WRITE(p.fanIn === true)},
      ${batchClaim(limited ? claimLimited : claimPlain, batches, NOW)},
      claimed AS (
@@ -155,7 +163,6 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
        WHERE j.id = ANY (ARRAY(SELECT id FROM next${batches ? ' UNION ALL SELECT id FROM batched' : ''}))${p.fanIn ? NOT_A_PARENT_OF_WRITTEN : ''}
        RETURNING ${CLAIMED_COLUMNS}
      ),
-     -- What the queue does not hold comes from the record, by primary key.
      claimed_jobs AS (
        SELECT c.*, ${RECORD_COLUMNS}${batches ? ', (SELECT b.batch_group FROM batched b WHERE b.id = c.id) AS batch_group' : ''}
          FROM claimed c JOIN skiplock.job_record r ON r.id = c.id
@@ -164,7 +171,6 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
      SELECT w.written, w.cancelled, w.schedule_due, w.reap_due, w.events_due, w.stranded_due, claimed_jobs.*
        FROM (SELECT coalesce(jsonb_agg(id::text), '[]'::jsonb) AS written,
                     coalesce(jsonb_agg(id::text) FILTER (WHERE status = 'CANCELLED'), '[]'::jsonb) AS cancelled,
-                    -- Two probes of schedule_due_idx (next_run_at, enabled): a few rows at most.
                     ($9::text[] IS NOT NULL AND (
                        EXISTS (SELECT 1 FROM skiplock.schedule s WHERE s.enabled AND s.next_run_at <= ${NOW}
                                   AND (s.source = 'dynamic' OR s.name = ANY ($9::text[])) AND s.task = ANY ($8::text[]))
@@ -176,7 +182,7 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
                FROM written) AS w
        FULL JOIN claimed_jobs ON false`,
     values,
-  );
+  ));
 }
 
 /**

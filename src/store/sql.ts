@@ -13,6 +13,12 @@ export interface Statement {
    * (src/store/drivers/pool.ts). Its text must not embed values: one text, one prepared statement.
    */
   readonly prepare?: boolean;
+  /**
+   * The same statement as a call of a function that holds it in the database (src/store/stored-tick.ts):
+   * what a driver that does not prepare statements sends instead, so that PostgreSQL does not
+   * parse and plan the statement on every call. Same values, same answer.
+   */
+  readonly stored?: Statement;
 }
 
 export type Row = Record<string, unknown>;

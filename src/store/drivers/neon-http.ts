@@ -8,7 +8,10 @@ export interface NeonHttpOptions {
   fetchEndpoint?: string;
 }
 
-/** Neon's HTTP driver: one HTTPS request per statement or batch, no connection to hold. */
+/**
+ * Neon's HTTP driver: one HTTPS request per statement or batch, no connection to hold. It cannot
+ * prepare statements, so it sends a statement's stored form where there is one (Statement.stored).
+ */
 export function createNeonHttpDriver(connectionString: string, options: NeonHttpOptions = {}): Sql {
   checkConnectionString(connectionString, 'createNeonHttpDriver');
   // neon() reads fetchEndpoint from the global config; only the local stack sets it.
@@ -21,10 +24,12 @@ export function createNeonHttpDriver(connectionString: string, options: NeonHttp
   };
   return {
     async query<R extends Row>(s: Statement) {
-      return (await sql.query(s.text, s.values as unknown[]).catch(explained)) as R[];
+      const { text, values } = s.stored ?? s;
+      return (await sql.query(text, values as unknown[]).catch(explained)) as R[];
     },
     async batch(statements: readonly Statement[]) {
-      return (await sql.transaction(statements.map((s) => sql.query(s.text, s.values as unknown[]))).catch(explained)) as Row[][];
+      const queries = statements.map((s) => s.stored ?? s).map(({ text, values }) => sql.query(text, values as unknown[]));
+      return (await sql.transaction(queries).catch(explained)) as Row[][];
     },
     async close() {},
   };

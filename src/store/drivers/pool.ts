@@ -76,7 +76,8 @@ export function createPoolDriver(pool: PgPoolLike, owned: boolean, options: Pool
           console.warn(`[skiplock] prepared statements turned off for this pool: ${error instanceof Error ? error.message : String(error)}`);
         }
       }
-      const result = await pool.query(s.text, s.values as unknown[]);
+      const sent = s.stored ?? s;
+      const result = await pool.query(sent.text, sent.values as unknown[]);
       return result.rows as R[];
     },
     async batch(statements: readonly Statement[]) {
@@ -85,7 +86,7 @@ export function createPoolDriver(pool: PgPoolLike, owned: boolean, options: Pool
       try {
         await client.query('BEGIN');
         const results: Row[][] = [];
-        for (const s of statements) results.push((await client.query(s.text, s.values as unknown[])).rows as Row[]);
+        for (const { text, values } of statements.map((s) => s.stored ?? s)) results.push((await client.query(text, values as unknown[])).rows as Row[]);
         await client.query('COMMIT');
         return results;
       } catch (error) {
