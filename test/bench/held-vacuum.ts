@@ -94,8 +94,8 @@ interface SqlModel {
   deadTables: string[];
   /** What a REPEATABLE READ reader scans. */
   readerSql: string;
-  /** The claim's candidate query, for EXPLAIN (ANALYZE, BUFFERS). */
-  explainSql: string | (() => string);
+  /** The claim's candidate query, for EXPLAIN (ANALYZE, BUFFERS); read from the database when it is a function of a connection. */
+  explainSql: string | (() => string) | ((c: pg.Client) => Promise<string>);
   /** The claim's index (a partitioned one: its partitions' summed), whose size the probes report. */
   claimIndex: string;
   rotateEverySec?: number;
@@ -124,9 +124,14 @@ const TODAY: SqlModel = {
   deadTables: ['skiplock.queue', 'skiplock.job_record'],
   readerSql: 'SELECT count(*) FROM skiplock.queue',
   claimIndex: 'skiplock.job_claim_idx',
-  explainSql: `SELECT id FROM skiplock.queue
-   WHERE status <> 'RUNNING' AND run_at IS NOT NULL AND run_at <= now() AND timeout_ms <= 3600000 AND attempts < max_attempts AND task = ANY('{noop}'::text[])
-   ORDER BY priority DESC, run_at, id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
+  // The body of claimable_jobs, the plain claim's candidates, as the database holds it (a copy here
+  // went stale when migration 022 narrowed job_claim_idx: the copy's EXPLAIN showed a seq scan the
+  // claim never made), with its parameters filled in as the claimers' statement passes them.
+  explainSql: async (c) => {
+    const { rows: [f] } = await c.query(`SELECT prosrc FROM pg_proc WHERE oid = 'skiplock.claimable_jobs(int, timestamptz, int, text[])'::regprocedure`);
+    return String(f.prosrc).trim()
+      .replace(/\blim\b/g, String(BATCH)).replace(/\bat\b/g, 'now()').replace(/\bbudget_ms\b/g, '3600000').replace(/\btask_names\b/g, `'{noop}'::text[]`);
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -274,6 +279,8 @@ interface Window {
   waitP99: number;
   backlog: number;
   deadTup: number;
+  /** deadTup per table of the model's deadTables, in their order (today's: the queue, the record). */
+  deadByTable: number[];
   xminAge: number;
   autovacuums: number;
   pgCpuPct: number;
@@ -408,6 +415,7 @@ async function sampler(run: Run, url: string, server: BenchServer, deadTables: s
       const t = run.elapsed();
       const { rows: [s] } = await c.query(
         `SELECT (SELECT coalesce(sum(n_dead_tup), 0)::bigint FROM pg_stat_user_tables WHERE relid = ANY ($1::regclass[])) AS dead,
+                ARRAY(SELECT coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = t), 0)::float8 FROM unnest($1::regclass[]) WITH ORDINALITY u(t, i) ORDER BY i) AS dead_by_table,
                 (SELECT coalesce(sum(autovacuum_count), 0)::int FROM pg_stat_user_tables WHERE relid = ANY ($1::regclass[])) AS av,
                 (SELECT coalesce(max(age(backend_xmin)), 0)::int FROM pg_stat_activity WHERE datname = current_database()) AS xmin_age,
                 (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend') AS backends`,
@@ -425,6 +433,7 @@ async function sampler(run: Run, url: string, server: BenchServer, deadTables: s
         waitP99: pct(run.winWaits, 99),
         backlog: run.inserted - run.completed,
         deadTup: Number(s.dead),
+        deadByTable: (s.dead_by_table as number[]).map(Number),
         xminAge: Number(s.xmin_age),
         autovacuums: last.av < 0 ? 0 : Number(s.av) - last.av,
         pgCpuPct: ((cpu - last.cpu) / (t - last.t)) * 100,
@@ -507,7 +516,7 @@ async function idleConnections(run: Run, url: string) {
 }
 
 /** EXPLAIN (ANALYZE, BUFFERS) of the claim's candidates, 3 s before each phase ends (rolled back: its row locks last a moment). */
-async function probes(run: Run, url: string, sql: string | (() => string), claimIndex: string, out: Probe[]) {
+async function probes(run: Run, url: string, sql: SqlModel['explainSql'], claimIndex: string, out: Probe[]) {
   const c = await connect(url);
   try {
     let end = 0;
@@ -519,7 +528,7 @@ async function probes(run: Run, url: string, sql: string | (() => string), claim
         await c.query('BEGIN');
         await c.query('SET LOCAL enable_sort = off');
         await c.query('SET LOCAL enable_bitmapscan = off');
-        const { rows } = await c.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${typeof sql === 'function' ? sql() : sql}`);
+        const { rows } = await c.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${typeof sql === 'function' ? await sql(c) : sql}`);
         const plan = rows.map((r) => String(r['QUERY PLAN'])).join('\n');
         const { rows: [size] } = await c.query(`SELECT coalesce((SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree($1::regclass)), pg_relation_size($1::regclass)) / 8192 AS pages`, [claimIndex]);
         out.push({
@@ -802,9 +811,9 @@ function report(results: RunResult[], server: BenchServer, claimPlan: string): s
   for (const r of results) {
     lines.push(`### ${r.key}, ${r.scenario}: per 5 s window`, '');
     lines.push(`inserted ${f0(r.inserted)}, completed ${f0(r.completed)}${r.errors.length ? `; errors: ${r.errors.join(' | ')}` : ''}`, '');
-    lines.push('| t s | phase | jobs/s | claims | claim p50 / p99 ms | wait p50 / p99 ms | backlog | n_dead_tup | xmin age | autovacuum | PG CPU % | backends |', '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    lines.push('| t s | phase | jobs/s | claims | claim p50 / p99 ms | wait p50 / p99 ms | backlog | n_dead_tup (per table when several) | xmin age | autovacuum | PG CPU % | backends |', '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const w of r.windows) {
-      lines.push(`| ${w.t} | ${PHASE_NAMES[w.phase]} | ${f0(w.jobsPerSec)} | ${w.claims} | ${f1(w.claimP50)} / ${f1(w.claimP99)} | ${f0(w.waitP50)} / ${f0(w.waitP99)} | ${f0(w.backlog)} | ${f0(w.deadTup)} | ${f0(w.xminAge)} | ${w.autovacuums || ''} | ${f0(w.pgCpuPct)} | ${w.backends} |`);
+      lines.push(`| ${w.t} | ${PHASE_NAMES[w.phase]} | ${f0(w.jobsPerSec)} | ${w.claims} | ${f1(w.claimP50)} / ${f1(w.claimP99)} | ${f0(w.waitP50)} / ${f0(w.waitP99)} | ${f0(w.backlog)} | ${f0(w.deadTup)}${w.deadByTable?.length > 1 ? ` (${w.deadByTable.map(f0).join(' + ')})` : ''} | ${f0(w.xminAge)} | ${w.autovacuums || ''} | ${f0(w.pgCpuPct)} | ${w.backends} |`);
     }
     for (const p of r.probes) lines.push('', `EXPLAIN at ${p.t} s (${p.phase}; claim index ${p.indexPages} pages):`, '', '```', p.plan, '```');
     lines.push('');
