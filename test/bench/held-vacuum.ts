@@ -3,7 +3,7 @@
  * up when vacuum is held back? For each candidate model, the same offered load (a producer
  * inserting RATE jobs/s in small batches every 50 ms, 4 claimers each looping the model's
  * claim-and-complete statement: claim ≤ 100 FOR UPDATE SKIP LOCKED, the previous batch completed in
- * the same statement, no-op handlers, a 50 ms pause when a claim finds nothing) and two scenarios:
+ * the same statement, no-op handlers, a 50 ms pause when a claim finds nothing) and these scenarios:
  *
  * - held: clean, then a transaction held open (REPEATABLE READ, an xid, one row read from a side
  *   table, then idle in transaction), then after it ends;
@@ -18,7 +18,7 @@
  * 300 idle sessions beside the bench's own and graphile-worker's pool of 102).
  *
  * Per 5 s window: jobs completed/s, claim statement time p50/p99 (client side), a job's wait from
- * its run_at to its claim, backlog (inserted − completed), n_dead_tup of the queue table(s), the
+ * its run_at to its claim, backlog (inserted − completed), n_dead_tup of the queue table(s) (each), the
  * oldest backend_xmin's age, autovacuum runs, PostgreSQL CPU, client backends (pg_stat_activity,
  * every database of the server). Per phase: throughput as a fraction
  * of the clean phase. And EXPLAIN (ANALYZE, BUFFERS) of the model's claim near each phase's end.
