@@ -3,17 +3,24 @@
  * up when vacuum is held back? For each candidate model, the same offered load (a producer
  * inserting RATE jobs/s in small batches every 50 ms, 4 claimers each looping the model's
  * claim-and-complete statement: claim ≤ 100 FOR UPDATE SKIP LOCKED, the previous batch completed in
- * the same statement, no-op handlers, a 50 ms pause when a claim finds nothing) and two scenarios:
+ * the same statement, no-op handlers, a 50 ms pause when a claim finds nothing) and these scenarios:
  *
  * - held: clean, then a transaction held open (REPEATABLE READ, an xid, one row read from a side
  *   table, then idle in transaction), then after it ends;
  * - readers: clean, then REPEATABLE READ readers that each open a transaction, count the queue
  *   table, hold it 3 s, commit, pause 1 s (two of them, 2 s apart, so a snapshot is always open),
- *   then after.
+ *   then after;
+ * - idle: clean, then 300 idle connections held open to the model's database (plain sessions, each
+ *   having run `SELECT 1`, then idle, not in a transaction: the outside harness's cell "300 idle
+ *   connections held"), opened 25 at a time when the pressure phase starts, closed when it ends;
+ * - held+idle: both at once (the held transaction and the 300 idle connections).
+ * The server's max_connections is raised to 500 for this bench (the dev default, 300, does not fit
+ * 300 idle sessions beside the bench's own and graphile-worker's pool of 102).
  *
  * Per 5 s window: jobs completed/s, claim statement time p50/p99 (client side), a job's wait from
- * its run_at to its claim, backlog (inserted − completed), n_dead_tup of the queue table(s), the
- * oldest backend_xmin's age, autovacuum runs, PostgreSQL CPU. Per phase: throughput as a fraction
+ * its run_at to its claim, backlog (inserted − completed), n_dead_tup of the queue table(s) (each), the
+ * oldest backend_xmin's age, autovacuum runs, PostgreSQL CPU, client backends (pg_stat_activity,
+ * every database of the server). Per phase: throughput as a fraction
  * of the clean phase. And EXPLAIN (ANALYZE, BUFFERS) of the model's claim near each phase's end.
  *
  * Models (each its own database on one embedded PostgreSQL, autovacuum on with its defaults, naptime
@@ -28,8 +35,10 @@
  *
  *   node --experimental-strip-types test/bench/held-vacuum.ts   (npm run bench:held-vacuum)
  *   HELD_RATE (800), HELD_PHASES ("40,60,50": clean, held, after, seconds), READER_PHASES (same default),
- *   HELD_MODELS ("today,narrow,rot5,rot10,graphile,bounded"), HELD_SCENARIOS ("held,readers"),
- *   READER_MODELS (models of the readers scenario; default HELD_MODELS), HELD_OUT (a file for the markdown)
+ *   HELD_MODELS ("today,narrow,rot5,rot10,graphile,bounded"), HELD_SCENARIOS ("held,readers"; also
+ *   "idle" and "held+idle", left out of the default to keep its ≈ 25 min: HELD_SCENARIOS=idle runs the
+ *   idle cell, with HELD_PHASES), READER_MODELS (models of the readers scenario; default HELD_MODELS),
+ *   HELD_OUT (a file for the markdown)
  */
 import { writeFile } from 'node:fs/promises';
 import { Logger, makeWorkerUtils, run as runGraphile, runMigrations } from 'graphile-worker';
@@ -54,7 +63,10 @@ const READER_PHASES = phasesOf(process.env.READER_PHASES ?? process.env.HELD_PHA
 const MODELS = (process.env.HELD_MODELS ?? 'today,narrow,rot5,rot10,graphile,bounded').split(',');
 const READER_MODELS = (process.env.READER_MODELS ?? MODELS.join(',')).split(',');
 const SCENARIOS = (process.env.HELD_SCENARIOS ?? 'held,readers').split(',') as Scenario[];
-type Scenario = 'held' | 'readers';
+for (const s of SCENARIOS) if (!['held', 'readers', 'idle', 'held+idle'].includes(s)) throw new Error(`HELD_SCENARIOS: unknown scenario ${s}`);
+type Scenario = 'held' | 'readers' | 'idle' | 'held+idle';
+const IDLE_CONNECTIONS = 300;
+const IDLE_OPEN_AT_ONCE = 25;
 const PHASE_NAMES = ['clean', 'pressure', 'after'] as const;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -82,8 +94,8 @@ interface SqlModel {
   deadTables: string[];
   /** What a REPEATABLE READ reader scans. */
   readerSql: string;
-  /** The claim's candidate query, for EXPLAIN (ANALYZE, BUFFERS). */
-  explainSql: string | (() => string);
+  /** The claim's candidate query, for EXPLAIN (ANALYZE, BUFFERS); read from the database when it is a function of a connection. */
+  explainSql: string | (() => string) | ((c: pg.Client) => Promise<string>);
   /** The claim's index (a partitioned one: its partitions' summed), whose size the probes report. */
   claimIndex: string;
   rotateEverySec?: number;
@@ -112,9 +124,14 @@ const TODAY: SqlModel = {
   deadTables: ['skiplock.queue', 'skiplock.job_record'],
   readerSql: 'SELECT count(*) FROM skiplock.queue',
   claimIndex: 'skiplock.job_claim_idx',
-  explainSql: `SELECT id FROM skiplock.queue
-   WHERE status <> 'RUNNING' AND run_at IS NOT NULL AND run_at <= now() AND timeout_ms <= 3600000 AND attempts < max_attempts AND task = ANY('{noop}'::text[])
-   ORDER BY priority DESC, run_at, id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
+  // The body of claimable_jobs, the plain claim's candidates, as the database holds it (a copy here
+  // went stale when migration 022 narrowed job_claim_idx: the copy's EXPLAIN showed a seq scan the
+  // claim never made), with its parameters filled in as the claimers' statement passes them.
+  explainSql: async (c) => {
+    const { rows: [f] } = await c.query(`SELECT prosrc FROM pg_proc WHERE oid = 'skiplock.claimable_jobs(int, timestamptz, int, text[])'::regprocedure`);
+    return String(f.prosrc).trim()
+      .replace(/\blim\b/g, String(BATCH)).replace(/\bat\b/g, 'now()').replace(/\bbudget_ms\b/g, '3600000').replace(/\btask_names\b/g, `'{noop}'::text[]`);
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -262,9 +279,12 @@ interface Window {
   waitP99: number;
   backlog: number;
   deadTup: number;
+  /** deadTup per table of the model's deadTables, in their order (today's: the queue, the record). */
+  deadByTable: number[];
   xminAge: number;
   autovacuums: number;
   pgCpuPct: number;
+  backends: number;
 }
 interface PhaseSummary {
   phase: string;
@@ -277,6 +297,7 @@ interface PhaseSummary {
   maxBacklog: number;
   maxDeadTup: number;
   pgCpuMsPerKJob: number;
+  maxBackends: number;
 }
 interface Probe { phase: string; t: number; executionMs: number; buffers: string; indexPages: number; plan: string }
 interface RunResult {
@@ -394,8 +415,10 @@ async function sampler(run: Run, url: string, server: BenchServer, deadTables: s
       const t = run.elapsed();
       const { rows: [s] } = await c.query(
         `SELECT (SELECT coalesce(sum(n_dead_tup), 0)::bigint FROM pg_stat_user_tables WHERE relid = ANY ($1::regclass[])) AS dead,
+                ARRAY(SELECT coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = t), 0)::float8 FROM unnest($1::regclass[]) WITH ORDINALITY u(t, i) ORDER BY i) AS dead_by_table,
                 (SELECT coalesce(sum(autovacuum_count), 0)::int FROM pg_stat_user_tables WHERE relid = ANY ($1::regclass[])) AS av,
-                (SELECT coalesce(max(age(backend_xmin)), 0)::int FROM pg_stat_activity WHERE datname = current_database()) AS xmin_age`,
+                (SELECT coalesce(max(age(backend_xmin)), 0)::int FROM pg_stat_activity WHERE datname = current_database()) AS xmin_age,
+                (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend') AS backends`,
         [deadTables],
       );
       const cpu = postgresCpuMs(server.postmasterPid);
@@ -410,12 +433,14 @@ async function sampler(run: Run, url: string, server: BenchServer, deadTables: s
         waitP99: pct(run.winWaits, 99),
         backlog: run.inserted - run.completed,
         deadTup: Number(s.dead),
+        deadByTable: (s.dead_by_table as number[]).map(Number),
         xminAge: Number(s.xmin_age),
         autovacuums: last.av < 0 ? 0 : Number(s.av) - last.av,
         pgCpuPct: ((cpu - last.cpu) / (t - last.t)) * 100,
+        backends: Number(s.backends),
       });
       const w = windows.at(-1)!;
-      process.stderr.write(`[held] ${(w.t + 's').padStart(5)} ${PHASE_NAMES[w.phase]!.padEnd(8)} ${w.jobsPerSec.toFixed(0).padStart(5)} jobs/s, claim p50 ${w.claimP50.toFixed(1)} p99 ${w.claimP99.toFixed(1)} ms (${w.claims}), wait p50 ${w.waitP50.toFixed(0)} ms, backlog ${w.backlog}, dead ${w.deadTup}, xmin age ${w.xminAge}, av ${w.autovacuums}, pg cpu ${w.pgCpuPct.toFixed(0)}%\n`);
+      process.stderr.write(`[held] ${(w.t + 's').padStart(5)} ${PHASE_NAMES[w.phase]!.padEnd(8)} ${w.jobsPerSec.toFixed(0).padStart(5)} jobs/s, claim p50 ${w.claimP50.toFixed(1)} p99 ${w.claimP99.toFixed(1)} ms (${w.claims}), wait p50 ${w.waitP50.toFixed(0)} ms, backlog ${w.backlog}, dead ${w.deadTup}, xmin age ${w.xminAge}, av ${w.autovacuums}, pg cpu ${w.pgCpuPct.toFixed(0)}%, backends ${w.backends}\n`);
       run.winClaims = [];
       run.winWaits = [];
       last = { t, completed: run.completed, av: Number(s.av), cpu };
@@ -425,11 +450,16 @@ async function sampler(run: Run, url: string, server: BenchServer, deadTables: s
   }
 }
 
-/** The pressure: a transaction held open through phase 2, or REPEATABLE READ readers of the queue. */
+/** The pressure: a transaction held open through phase 2, idle connections, both, or REPEATABLE READ readers of the queue. */
 async function pressure(run: Run, url: string, scenario: Scenario, readerSql: string, readerScans: number[]) {
   const [clean, held] = run.phasesMs;
   await run.until(clean);
   if (run.stopped) return;
+  if (scenario === 'idle') return idleConnections(run, url);
+  if (scenario === 'held+idle') {
+    await Promise.all([pressure(run, url, 'held', readerSql, readerScans), idleConnections(run, url)]);
+    return;
+  }
   if (scenario === 'held') {
     const c = await connect(url);
     try {
@@ -465,8 +495,28 @@ async function pressure(run: Run, url: string, scenario: Scenario, readerSql: st
   await Promise.all([reader(0), reader((READER_HOLD_MS + READER_PAUSE_MS) / 2)]);
 }
 
+/** IDLE_CONNECTIONS sessions opened (IDLE_OPEN_AT_ONCE at a time), each having run one statement, held idle through phase 2, then closed. */
+async function idleConnections(run: Run, url: string) {
+  const [clean, held] = run.phasesMs;
+  const open: pg.Client[] = [];
+  try {
+    for (let i = 0; i < IDLE_CONNECTIONS && !run.stopped; i += IDLE_OPEN_AT_ONCE) {
+      const batch = await Promise.allSettled(Array.from({ length: Math.min(IDLE_OPEN_AT_ONCE, IDLE_CONNECTIONS - i) }, async () => {
+        const c = await connect(url);
+        open.push(c);
+        await c.query('SELECT 1');
+      }));
+      for (const b of batch) if (b.status === 'rejected') run.error('idle connection', b.reason);
+    }
+    process.stderr.write(`[held] ${open.length} idle connections open at ${(run.elapsed() / 1000).toFixed(1)} s\n`);
+    await run.until(clean + held);
+  } finally {
+    await Promise.all(open.map((c) => c.end().catch(() => {})));
+  }
+}
+
 /** EXPLAIN (ANALYZE, BUFFERS) of the claim's candidates, 3 s before each phase ends (rolled back: its row locks last a moment). */
-async function probes(run: Run, url: string, sql: string | (() => string), claimIndex: string, out: Probe[]) {
+async function probes(run: Run, url: string, sql: SqlModel['explainSql'], claimIndex: string, out: Probe[]) {
   const c = await connect(url);
   try {
     let end = 0;
@@ -478,7 +528,7 @@ async function probes(run: Run, url: string, sql: string | (() => string), claim
         await c.query('BEGIN');
         await c.query('SET LOCAL enable_sort = off');
         await c.query('SET LOCAL enable_bitmapscan = off');
-        const { rows } = await c.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${typeof sql === 'function' ? sql() : sql}`);
+        const { rows } = await c.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${typeof sql === 'function' ? await sql(c) : sql}`);
         const plan = rows.map((r) => String(r['QUERY PLAN'])).join('\n');
         const { rows: [size] } = await c.query(`SELECT coalesce((SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree($1::regclass)), pg_relation_size($1::regclass)) / 8192 AS pages`, [claimIndex]);
         out.push({
@@ -576,6 +626,7 @@ function summarize(run: Run, windows: Window[], cpuByPhase: number[]): PhaseSumm
       maxBacklog: Math.max(...ws.map((w) => w.backlog)),
       maxDeadTup: Math.max(...ws.map((w) => w.deadTup)),
       pgCpuMsPerKJob: jobs ? (cpuByPhase[p]! / jobs) * 1000 : NaN,
+      maxBackends: Math.max(...ws.map((w) => w.backends)),
     });
   }
   return out;
@@ -711,20 +762,24 @@ const pc = (x: number) => (Number.isFinite(x) ? `${Math.round(x * 100)}%` : '–
 
 function report(results: RunResult[], server: BenchServer, claimPlan: string): string {
   const lines: string[] = [];
-  const scen = (s: Scenario, ph: number[]) =>
-    s === 'held'
-      ? `held: a REPEATABLE READ transaction with an xid held idle from ${ph[0]! / 1000} s for ${ph[1]! / 1000} s`
-      : `readers: two REPEATABLE READ readers counting the queue table from ${ph[0]! / 1000} s for ${ph[1]! / 1000} s (hold ${READER_HOLD_MS / 1000} s, pause ${READER_PAUSE_MS / 1000} s, 2 s apart)`;
+  const scen = (s: Scenario, ph: number[]) => {
+    const during = `from ${ph[0]! / 1000} s for ${ph[1]! / 1000} s`;
+    const idle = `${IDLE_CONNECTIONS} idle connections (each ran SELECT 1, not in a transaction) held open to the model's database`;
+    if (s === 'held') return `held: a REPEATABLE READ transaction with an xid held idle ${during}`;
+    if (s === 'idle') return `idle: ${idle} ${during}`;
+    if (s === 'held+idle') return `held+idle: a REPEATABLE READ transaction with an xid held idle and ${idle}, ${during}`;
+    return `readers: two REPEATABLE READ readers counting the queue table ${during} (hold ${READER_HOLD_MS / 1000} s, pause ${READER_PAUSE_MS / 1000} s, 2 s apart)`;
+  };
   lines.push(
     `Held-back vacuum (issue 33, item 4): ${RATE} jobs/s offered (a batch every ${PRODUCER_MS} ms), ${CLAIMERS} claimers × ≤ ${BATCH} (a ${POLL_MS} ms pause after an empty claim), no-op handlers.`,
     `PostgreSQL ${server.version}, embedded, fsync ${server.durable ? 'on' : 'off'}, autovacuum on with its defaults (naptime 60 s). Phases: clean, pressure, after. Claim = the client-side time of the claim-and-complete statement; wait = from a job's run_at to its claim.`,
     '',
-    '| model | scenario | phase | jobs/s | vs clean | claim p50 / p99 ms | job wait p50 / p99 ms | max backlog | max n_dead_tup | PostgreSQL CPU ms / 1,000 jobs |',
-    '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| model | scenario | phase | jobs/s | vs clean | claim p50 / p99 ms | job wait p50 / p99 ms | max backlog | max n_dead_tup | PostgreSQL CPU ms / 1,000 jobs | max client backends |',
+    '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   );
   for (const r of results) {
     for (const p of r.phases) {
-      lines.push(`| ${r.key} | ${r.scenario} | ${p.phase} | ${f0(p.jobsPerSec)} | ${pc(p.fraction)} | ${f1(p.claimP50)} / ${f1(p.claimP99)} | ${f0(p.waitP50)} / ${f0(p.waitP99)} | ${f0(p.maxBacklog)} | ${f0(p.maxDeadTup)} | ${f0(p.pgCpuMsPerKJob)} |`);
+      lines.push(`| ${r.key} | ${r.scenario} | ${p.phase} | ${f0(p.jobsPerSec)} | ${pc(p.fraction)} | ${f1(p.claimP50)} / ${f1(p.claimP99)} | ${f0(p.waitP50)} / ${f0(p.waitP99)} | ${f0(p.maxBacklog)} | ${f0(p.maxDeadTup)} | ${f0(p.pgCpuMsPerKJob)} | ${f0(p.maxBackends)} |`);
     }
   }
   lines.push('', 'Models:', ...[...new Map(results.map((r) => [r.key, r.model])).entries()].map(([k, m]) => `- ${k}: ${m}`), '');
@@ -756,9 +811,9 @@ function report(results: RunResult[], server: BenchServer, claimPlan: string): s
   for (const r of results) {
     lines.push(`### ${r.key}, ${r.scenario}: per 5 s window`, '');
     lines.push(`inserted ${f0(r.inserted)}, completed ${f0(r.completed)}${r.errors.length ? `; errors: ${r.errors.join(' | ')}` : ''}`, '');
-    lines.push('| t s | phase | jobs/s | claims | claim p50 / p99 ms | wait p50 / p99 ms | backlog | n_dead_tup | xmin age | autovacuum | PG CPU % |', '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    lines.push('| t s | phase | jobs/s | claims | claim p50 / p99 ms | wait p50 / p99 ms | backlog | n_dead_tup (per table when several) | xmin age | autovacuum | PG CPU % | backends |', '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const w of r.windows) {
-      lines.push(`| ${w.t} | ${PHASE_NAMES[w.phase]} | ${f0(w.jobsPerSec)} | ${w.claims} | ${f1(w.claimP50)} / ${f1(w.claimP99)} | ${f0(w.waitP50)} / ${f0(w.waitP99)} | ${f0(w.backlog)} | ${f0(w.deadTup)} | ${f0(w.xminAge)} | ${w.autovacuums || ''} | ${f0(w.pgCpuPct)} |`);
+      lines.push(`| ${w.t} | ${PHASE_NAMES[w.phase]} | ${f0(w.jobsPerSec)} | ${w.claims} | ${f1(w.claimP50)} / ${f1(w.claimP99)} | ${f0(w.waitP50)} / ${f0(w.waitP99)} | ${f0(w.backlog)} | ${f0(w.deadTup)}${w.deadByTable?.length > 1 ? ` (${w.deadByTable.map(f0).join(' + ')})` : ''} | ${f0(w.xminAge)} | ${w.autovacuums || ''} | ${f0(w.pgCpuPct)} | ${w.backends} |`);
     }
     for (const p of r.probes) lines.push('', `EXPLAIN at ${p.t} s (${p.phase}; claim index ${p.indexPages} pages):`, '', '```', p.plan, '```');
     lines.push('');
@@ -768,7 +823,8 @@ function report(results: RunResult[], server: BenchServer, claimPlan: string): s
 
 // ---------------------------------------------------------------------------------------------
 
-const server = await startBenchServer({ settings: { autovacuum: 'on', autovacuum_naptime: '60s' } });
+// max_connections: 300 idle sessions + the bench's own (≤ 12) + graphile-worker's pool (102) + its utils' pool.
+const server = await startBenchServer({ settings: { autovacuum: 'on', autovacuum_naptime: '60s', max_connections: '500' } });
 const results: RunResult[] = [];
 let claimPlan = '';
 try {
@@ -785,8 +841,8 @@ try {
   }
   let n = 0;
   for (const scenario of SCENARIOS) {
-    const phasesMs = scenario === 'held' ? HELD_PHASES : READER_PHASES;
-    for (const key of scenario === 'held' ? MODELS : READER_MODELS) {
+    const phasesMs = scenario === 'readers' ? READER_PHASES : HELD_PHASES;
+    for (const key of scenario === 'readers' ? READER_MODELS : MODELS) {
       const db = `held_${++n}`;
       process.stderr.write(`[held] ${new Date().toISOString()} ${key}, ${scenario} (${phasesMs.map((p) => p / 1000).join(' + ')} s)\n`);
       const model = key === 'bounded' ? boundedModel() : SQL_MODELS.find((m) => m.key === key);
