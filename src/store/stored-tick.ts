@@ -1,5 +1,5 @@
 /**
- * The tick's commonest statement, stored in the database as a function (migration 025), for the
+ * The tick's commonest statement, stored in the database as a function (migration 026), for the
  * drivers that do not prepare statements: Neon's HTTP and WebSocket drivers, and `pg` behind a
  * pooler without prepared statements. PostgreSQL parses and plans every statement such a driver
  * sends; completeAndClaim's (a write of DONE results and the plain claim, about 4,500 characters

@@ -1,5 +1,5 @@
 /**
- * The tick's commonest statement stored as a function (migration 025, src/store/stored-tick.ts):
+ * The tick's commonest statement stored as a function (migration 026, src/store/stored-tick.ts):
  * its body is completeAndClaim's text, verbatim; only that shape carries the stored form; and a
  * driver that does not prepare statements calls the function, where one that prepares sends the
  * text. test/store/driver-contract.test.ts runs the tick's writes and claims over Neon's HTTP and
