@@ -44,9 +44,13 @@ export function recordEnd(from: string, set: Readonly<Record<string, string>> & 
     updated_at: NOW,
     ...set,
   };
-  // DEAD and CANCELLED are listed by failed_status (migration 021); a DONE end leaves it alone, so
-  // its UPDATE changes no indexed column and can be HOT.
-  if (set.status !== `'DONE'`) columns.failed_status = `CASE WHEN (${set.status}) IN ('DEAD', 'CANCELLED') THEN (${set.status}) END`;
+  // DEAD and CANCELLED are listed by failed_status (migration 021) and found in finish order by
+  // failed_at (migration 025); a DONE end leaves both alone, so its UPDATE changes no column a btree
+  // index names and can be HOT.
+  if (set.status !== `'DONE'`) {
+    columns.failed_status = `CASE WHEN (${set.status}) IN ('DEAD', 'CANCELLED') THEN (${set.status}) END`;
+    columns.failed_at = `CASE WHEN (${set.status}) IN ('DEAD', 'CANCELLED') THEN (${columns.finished_at ?? 'NULL'}) END`;
+  }
   return `UPDATE skiplock.job_record r SET
          ${Object.entries(columns).map(([c, v]) => `${c} = ${v}`).join(', ')}
        FROM ${from} e
@@ -79,7 +83,7 @@ export const JOB_ROW = [
   'cancel_requested', 'last_error', 'result', 'idempotency_key', 'schedule_name', 'scheduled_for', 'created_at', 'updated_at',
   'finished_at', 'schedule_state', 'started_at', 'history', 'progress', 'traceparent', 'flow_key', 'rate_key', 'debounce_key',
   'parent_id', 'parent_step', 'pending_children', 'step_count', 'finished_by', 'finished_traceparent', 'rate_attempt', 'wait_woken',
-  'cancel_on', 'failed_status', 'fair_key', 'batch_key',
+  'cancel_on', 'failed_status', 'fair_key', 'batch_key', 'failed_at',
 ] as const;
 
 /** A job row (the view's columns) of a record just inserted, which holds a new job's whole state. */

@@ -12,7 +12,7 @@ import { NOW } from './clock.ts';
 import { queueFromRecord } from './queue.ts';
 
 /** The SET of `UPDATE skiplock.job_record j` reviving a finished record (fenced by its caller on DEAD / CANCELLED). */
-export const RETRIED = `status = 'QUEUED', failed_status = NULL, attempts = 0, rate_attempt = NULL, run_at = ${NOW}, finished_at = NULL, result = NULL,
+export const RETRIED = `status = 'QUEUED', failed_status = NULL, failed_at = NULL, attempts = 0, rate_attempt = NULL, run_at = ${NOW}, finished_at = NULL, result = NULL,
   cancel_requested = false, debounce_key = NULL, updated_at = ${NOW}`;
 
 /**

@@ -261,7 +261,7 @@ export function fanInCtes(ended: string): string {
      ),
      -- A DEAD parent given its child's success: live again, as a person's retry makes it.
      fan_revived AS (
-       UPDATE skiplock.job_record p SET status = 'QUEUED', failed_status = NULL, finished_at = NULL, updated_at = ${NOW},
+       UPDATE skiplock.job_record p SET status = 'QUEUED', failed_status = NULL, failed_at = NULL, finished_at = NULL, updated_at = ${NOW},
               pending_children = greatest(p.pending_children - n.waiting, 0)
          FROM fan_counts n
         WHERE p.id = n.job_id AND p.status = 'DEAD' AND n.revived > 0

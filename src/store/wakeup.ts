@@ -97,8 +97,9 @@ export const RETENTION_SLACK_MS = 3_600_000;
 /**
  * When the next retention pass is due: the oldest expiring record's finish + its retention + the
  * slack, not before the process's own rate limit allows (params from $n: done, cancelled, dead
- * ms, wait). DEAD and CANCELLED records are found in finish order by job_failed_finished_idx. The
- * records' finish times have only a BRIN index (migration 021: the DONE end stays HOT), which keeps
+ * ms, wait). DEAD and CANCELLED records are found in finish order by job_failed_at_idx (failed_at:
+ * their finish, migration 025). The records' finish times have only a BRIN index (migrations 021
+ * and 025: the DONE end stays HOT), which keeps
  * no order, so a DONE record's is read from the oldest records by id, the first 1,000 at most (a
  * job finishes after it is enqueued, and retention leaves the oldest DONE ones first); when none
  * of 1,000 is DONE (there may be DONE ones after them), the next pass is a DONE retention from now. An estimate: the pass itself deletes
@@ -111,8 +112,8 @@ function nextRetention(n: number): string {
   return `(SELECT CASE WHEN min(f.at) IS NOT NULL THEN greatest(min(f.at) + ${RETENTION_SLACK_MS} * interval '1 millisecond', ${NOW} + ${ms(wait)}) END FROM (
                 (SELECT coalesce(min(o.finished_at) FILTER (WHERE o.status = 'DONE'), CASE WHEN count(*) = 1000 THEN ${NOW} END) + ${ms(done)} AS at
                    FROM (SELECT r.status, r.finished_at FROM skiplock.job_record r ORDER BY r.id LIMIT 1000) o)
-                UNION ALL (SELECT finished_at + ${ms(cancelled)} FROM skiplock.job_record WHERE failed_status = 'CANCELLED' ORDER BY finished_at LIMIT 1)
-                UNION ALL (SELECT finished_at + ${ms(dead)} FROM skiplock.job_record WHERE ${dead}::bigint IS NOT NULL AND failed_status = 'DEAD' ORDER BY finished_at LIMIT 1)) f)`;
+                UNION ALL (SELECT failed_at + ${ms(cancelled)} FROM skiplock.job_record WHERE failed_status = 'CANCELLED' ORDER BY failed_at LIMIT 1)
+                UNION ALL (SELECT failed_at + ${ms(dead)} FROM skiplock.job_record WHERE ${dead}::bigint IS NOT NULL AND failed_status = 'DEAD' ORDER BY failed_at LIMIT 1)) f)`;
 }
 
 /** When the next job of these tasks (a parameter) is due: the plain claim's and the fair jobs' (migration 023). */

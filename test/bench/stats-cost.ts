@@ -28,13 +28,13 @@ try {
   await migrate(sql, await loadMigrations());
   const run = (text: string) => sql.query(statement(text));
   // Records (and, for live jobs, queue rows: seeded) as the statements leave them (migration 021).
-  const record = `INSERT INTO skiplock.job_record (task, payload, status, attempts, max_attempts, timeout_ms, run_at, created_at, updated_at, finished_at, failed_status, locked_by, locked_until)`;
-  await run(`${record} SELECT (ARRAY['echo', 'sleep', 'flaky'])[1 + g % 3], '{}', 'DONE', 1, 5, 10000, now() - g * interval '1 ms', now() - g * interval '1 ms', now(), now() - g * interval '1 ms', NULL, NULL, NULL
+  const record = `INSERT INTO skiplock.job_record (task, payload, status, attempts, max_attempts, timeout_ms, run_at, created_at, updated_at, finished_at, failed_status, failed_at, locked_by, locked_until)`;
+  await run(`${record} SELECT (ARRAY['echo', 'sleep', 'flaky'])[1 + g % 3], '{}', 'DONE', 1, 5, 10000, now() - g * interval '1 ms', now() - g * interval '1 ms', now(), now() - g * interval '1 ms', NULL, NULL, NULL, NULL
                FROM generate_series(1, ${doneRows}) g`);
-  await run(seeded(`${record} SELECT 'echo', '{}', 'QUEUED', 0, 5, 10000, now() - interval '1 second', now(), now(), NULL, NULL, NULL, NULL FROM generate_series(1, 600)`));
-  await run(seeded(`${record} SELECT 'echo', '{}', 'QUEUED', 0, 5, 10000, now() + interval '1 hour', now(), now(), NULL, NULL, NULL, NULL FROM generate_series(1, 200)`));
-  await run(seeded(`${record} SELECT 'sleep', '{}', 'RUNNING', 1, 5, 10000, now(), now(), now(), NULL, NULL, 'w', now() + interval '1 hour' FROM generate_series(1, 100)`));
-  await run(`${record} SELECT 'poison', '{}', 'DEAD', 1, 5, 10000, now(), now(), now(), now(), 'DEAD', NULL, NULL FROM generate_series(1, 100)`);
+  await run(seeded(`${record} SELECT 'echo', '{}', 'QUEUED', 0, 5, 10000, now() - interval '1 second', now(), now(), NULL, NULL, NULL, NULL, NULL FROM generate_series(1, 600)`));
+  await run(seeded(`${record} SELECT 'echo', '{}', 'QUEUED', 0, 5, 10000, now() + interval '1 hour', now(), now(), NULL, NULL, NULL, NULL, NULL FROM generate_series(1, 200)`));
+  await run(seeded(`${record} SELECT 'sleep', '{}', 'RUNNING', 1, 5, 10000, now(), now(), now(), NULL, NULL, NULL, 'w', now() + interval '1 hour' FROM generate_series(1, 100)`));
+  await run(`${record} SELECT 'poison', '{}', 'DEAD', 1, 5, 10000, now(), now(), now(), now(), 'DEAD', now(), NULL, NULL FROM generate_series(1, 100)`);
   await run(`VACUUM ANALYZE skiplock.job_record`);
   await run(`VACUUM ANALYZE skiplock.queue`);
 

@@ -10,8 +10,8 @@
 import { JOB_ROW, QUEUE_COLUMNS } from '../../src/store/queue.ts';
 import { statement, type Statement } from '../../src/store/sql.ts';
 
-/** The view's columns the trigger writes into the record (failed_status it derives from the status). */
-const JOB = JOB_ROW.filter((c) => c !== 'failed_status');
+/** The view's columns the trigger writes into the record (failed_status and failed_at it derives from the status). */
+const JOB = JOB_ROW.filter((c) => c !== 'failed_status' && c !== 'failed_at');
 const QUEUE = QUEUE_COLUMNS;
 const DEFAULTS: Record<string, string> = {
   payload: `'{}'::jsonb`, status: `'QUEUED'`, priority: '0', run_at: 'now()', attempts: '0', max_attempts: '5', timeout_ms: '10000',
@@ -23,8 +23,8 @@ const list = (cols: readonly string[], prefix = '') => cols.map((c) => prefix + 
 /** The record's values of NEW: a WAITING job's queue row may have no run_at; the record's is a placeholder then. */
 const recordValues = (cols: readonly string[]) => cols.map((c) => (c === 'run_at' ? 'coalesce(NEW.run_at, now())' : `NEW.${c}`)).join(', ');
 const live = `NEW.status IN ('QUEUED', 'RUNNING', 'WAITING')`;
-/** The record's failed_status (migration 021) of the row written. */
-const FAILED = `CASE WHEN NEW.status IN ('DEAD', 'CANCELLED') THEN NEW.status END`;
+/** The record's failed_status (migration 021) and failed_at (migration 025) of the row written. */
+const FAILED = `CASE WHEN NEW.status IN ('DEAD', 'CANCELLED') THEN NEW.status END, CASE WHEN NEW.status IN ('DEAD', 'CANCELLED') THEN NEW.finished_at END`;
 
 export const HAND_WRITES: Statement[] = [
   ...Object.entries(DEFAULTS).map(([c, v]) => statement(`ALTER VIEW skiplock.job ALTER COLUMN ${c} SET DEFAULT ${v}`)),
@@ -37,11 +37,11 @@ BEGIN
     RETURN OLD;
   END IF;
   IF TG_OP = 'INSERT' THEN
-    INSERT INTO skiplock.job_record (${list(JOB)}, failed_status) OVERRIDING SYSTEM VALUE VALUES (${recordValues(JOB)}, ${FAILED});
+    INSERT INTO skiplock.job_record (${list(JOB)}, failed_status, failed_at) OVERRIDING SYSTEM VALUE VALUES (${recordValues(JOB)}, ${FAILED});
   ELSE
     -- A live job's queue row goes first: a record that ends then passes its CHECKs alone.
     IF NOT (${live}) THEN DELETE FROM skiplock.queue WHERE id = OLD.id; END IF;
-    UPDATE skiplock.job_record SET (${list(JOB.slice(1))}, failed_status) = (${recordValues(JOB.slice(1))}, ${FAILED}) WHERE id = OLD.id;
+    UPDATE skiplock.job_record SET (${list(JOB.slice(1))}, failed_status, failed_at) = (${recordValues(JOB.slice(1))}, ${FAILED}) WHERE id = OLD.id;
   END IF;
   IF ${live} THEN
     INSERT INTO skiplock.queue (${list(QUEUE)}) VALUES (${list(QUEUE, 'NEW.')})
