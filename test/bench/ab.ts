@@ -68,13 +68,13 @@ async function migrator(tree: string) {
 
 interface Row { side: string; scenario: string; round: number; load: number; r: ThroughputResult; claimMeanMs: number; claimCalls: number; walPerJob: number; hitPerJob: number; dirtiedPerJob: number; hotShare: number }
 
-/** The share of skiplock.job_record's updates that were HOT, once the run's backends have gone (and flushed their counts). */
+/** The share of the record's updates that were HOT (skiplock.job_record, or skiplock.job before migration 021), once the run's backends have gone (and flushed their counts). */
 async function recordHotShare(url: string): Promise<number> {
   const client = await uncountedClient(url);
   try {
     const q = async (text: string) => (await client.query(`${BENCH_MARK} ${text}`)).rows[0] as Record<string, number>;
     for (let i = 0; i < 100 && (await q('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).n! > 0; i++) await new Promise((r) => setTimeout(r, 50));
-    const { upd, hot } = await q(`SELECT n_tup_upd::float8 AS upd, n_tup_hot_upd::float8 AS hot FROM pg_stat_user_tables WHERE relid = 'skiplock.job_record'::regclass`);
+    const { upd, hot } = await q(`SELECT n_tup_upd::float8 AS upd, n_tup_hot_upd::float8 AS hot FROM pg_stat_user_tables WHERE relid = coalesce(to_regclass('skiplock.job_record'), 'skiplock.job'::regclass)`);
     if (process.env.AB_DEBUG) log(`record: ${upd} updates, ${hot} HOT`);
     return upd ? hot! / upd : NaN;
   } finally {
