@@ -61,9 +61,10 @@ import { BIN, installExample, NODE, pack, removeDir, ROOT, sh, type PackedPackag
  * 33's data model (the statements write two tables: the queue's and the record's CTEs, src/store/
  * queue.ts, cancel.ts, retry.ts) 4.4 KiB more: 244.4 KiB. Issue 35's fair share and batch
  * handlers (the keys on every enqueue path, the batch call, its claim and wake) 4.8 KiB more: 249.2 KiB.
+ * Issue 33's stored tick statement and the record's HOT end 0.2 KiB more: 249.4 KiB.
  * The limit is that plus 1 KiB.
  */
-const WORKER_GZIP_LIMIT = (249.2 + 1) * 1024;
+const WORKER_GZIP_LIMIT = (249.4 + 1) * 1024;
 
 let packed: PackedPackage;
 const dirs: string[] = [];
@@ -246,7 +247,7 @@ describe('examples/cloudflare-worker', () => {
     await sh(join(BIN, 'tsc'), ['--noEmit', '-p', 'tsconfig.es2021.json'], { cwd: dir });
   });
 
-  test('wrangler deploy --dry-run: at most 1 KiB over its measured size (249.2 KiB gzipped), and pg is not in it', async () => {
+  test('wrangler deploy --dry-run: at most 1 KiB over its measured size (249.4 KiB gzipped), and pg is not in it', async () => {
     const out = join(dir, 'out');
     const { stdout } = await sh(join(BIN, 'wrangler'), ['deploy', '--dry-run', '--outdir', out, '--metafile', join(out, 'meta.json')], {
       cwd: dir,
