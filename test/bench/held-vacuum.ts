@@ -32,6 +32,8 @@
  *             empty (lock_timeout 50 ms, retried at the next rotation), as PgQ does
  *   graphile  graphile-worker 0.18.0 (concurrentJobs 100, localQueue 500, batched completion)
  *   bounded   (an idea, measured) the narrow queue with its claim bounded below by a remembered position
+ *   onetable  the one-table model from a checkout before migration 021 (HELD_ONE_TABLE_TREE): its
+ *             own migrations and completeAndClaim, beside today's in the same run
  *
  *   node --experimental-strip-types test/bench/held-vacuum.ts   (npm run bench:held-vacuum)
  *   HELD_RATE (800), HELD_PHASES ("40,60,50": clean, held, after, seconds), READER_PHASES (same default),
@@ -41,6 +43,8 @@
  *   HELD_OUT (a file for the markdown)
  */
 import { writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Logger, makeWorkerUtils, run as runGraphile, runMigrations } from 'graphile-worker';
 import pg from 'pg';
 import { completeAndClaim, type ResultRow } from '../../src/store/claim.ts';
@@ -83,7 +87,7 @@ interface Query { name?: string; text: string; values: unknown[] }
 interface SqlModel {
   key: string;
   name: string;
-  kind: 'skiplock' | 'empty';
+  kind: 'skiplock' | 'empty' | { template: string };
   setup: string | null;
   insert(n: number): Query;
   claim(workerId: string, previous: Claimed[]): Query;
@@ -133,6 +137,42 @@ const TODAY: SqlModel = {
       .replace(/\blim\b/g, String(BATCH)).replace(/\bat\b/g, 'now()').replace(/\bbudget_ms\b/g, '3600000').replace(/\btask_names\b/g, `'{noop}'::text[]`);
   },
 };
+
+/**
+ * 1b. The one-table model, in the same run (issue 33: "against today's model ... in the same run"):
+ * a checkout from before migration 021 (HELD_ONE_TABLE_TREE, e.g. `git worktree add ../one a88f128`),
+ * its own migrations (a template the run makes) and its own completeAndClaim.
+ */
+async function oneTableModel(server: BenchServer): Promise<SqlModel> {
+  const tree = process.env.HELD_ONE_TABLE_TREE;
+  if (!tree) throw new Error('model onetable: set HELD_ONE_TABLE_TREE to a checkout from before migration 021');
+  const load = (path: string) => import(pathToFileURL(resolve(tree, path)).href);
+  const [{ completeAndClaim: oldClaim }, { migrate }, { loadMigrations }, { createPgDriver }] = await Promise.all(
+    ['src/store/claim.ts', 'src/store/migrate.ts', 'src/store/migrations-fs.ts', 'src/store/drivers/pg.ts'].map(load),
+  );
+  await server.createTemplate('held_one_table_template', async (url) => {
+    const sql = createPgDriver(url, { max: 1 });
+    try {
+      await migrate(sql, await loadMigrations(resolve(tree, 'migrations') + '/'));
+    } finally {
+      await sql.close();
+    }
+  });
+  return {
+    ...TODAY,
+    key: 'onetable',
+    name: `skiplock, one table (before migration 021: ${tree})`,
+    kind: { template: 'held_one_table_template' },
+    insert: (n) => ({ text: `INSERT INTO skiplock.job (task, payload) SELECT 'noop', '{}'::jsonb FROM generate_series(1, $1::int)`, values: [n] }),
+    claim(workerId, previous) {
+      const results: ResultRow[] = previous.map((j) => ({ id: j.id, attempt: j.attempt, status: 'DONE', result: null, error: null, delay_ms: 0, release: false }));
+      const st = oldClaim({ now: null, workerId, results, limit: BATCH, budgetMs: 3_600_000, leaseMs: 30_000, leaseGraceMs: 5_000, tasks: ['noop'] }) as { text: string; values: unknown[] };
+      return { name: 'claim', text: st.text, values: [...st.values] };
+    },
+    deadTables: ['skiplock.job'],
+    readerSql: 'SELECT count(*) FROM skiplock.job',
+  };
+}
 
 // ---------------------------------------------------------------------------------------------
 // 2. A narrow queue + a record. 3. The same queue partitioned over rotated slots.
@@ -257,6 +297,9 @@ function boundedModel(): SqlModel {
     },
   };
 }
+
+/** The one-table model, made once per run (its template) when a scenario first asks for it. */
+let oneTable: Promise<SqlModel> | undefined;
 
 const SQL_MODELS: SqlModel[] = [
   TODAY,
@@ -845,7 +888,7 @@ try {
     for (const key of scenario === 'readers' ? READER_MODELS : MODELS) {
       const db = `held_${++n}`;
       process.stderr.write(`[held] ${new Date().toISOString()} ${key}, ${scenario} (${phasesMs.map((p) => p / 1000).join(' + ')} s)\n`);
-      const model = key === 'bounded' ? boundedModel() : SQL_MODELS.find((m) => m.key === key);
+      const model = key === 'bounded' ? boundedModel() : key === 'onetable' ? await (oneTable ??= oneTableModel(server)) : SQL_MODELS.find((m) => m.key === key);
       const r = model ? await runSqlModel(server, model, scenario, phasesMs, db) : key === 'graphile' ? await runGraphileModel(server, scenario, phasesMs, db) : undefined;
       if (!r) throw new Error(`unknown model ${key}`);
       results.push(r);
