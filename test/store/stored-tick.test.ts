@@ -7,6 +7,8 @@
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { completeAndClaim, type CompleteAndClaimParams } from '../../src/store/claim.ts';
+import { startNeonProxy } from '../../src/dev/neon-proxy.ts';
+import { createNeonHttpDriver } from '../../src/store/drivers/neon-http.ts';
 import { createPgDriver } from '../../src/store/drivers/pg.ts';
 import { insertJobs } from '../../src/store/enqueue.ts';
 import { statement } from '../../src/store/sql.ts';
@@ -37,10 +39,12 @@ test('only the write of DONE results with the plain claim and no probe has a sto
   expect(completeAndClaim({ ...plain, batches: [{ task: 'b' } as never] }).stored).toBeUndefined();
 });
 
-test('a driver that does not prepare statements calls the function; one that prepares sends the text', async () => {
-  const unprepared = createPgDriver(db.url, { preparedStatements: false });
+test.each(['pg without prepared statements', 'neon-http'])('a driver that does not prepare statements (%s) calls the function; one that prepares sends the text', async (name) => {
+  const proxy = name === 'neon-http' ? await startNeonProxy() : undefined;
+  const unprepared = proxy ? createNeonHttpDriver(db.url, { fetchEndpoint: proxy.fetchEndpoint }) : createPgDriver(db.url, { preparedStatements: false });
   const prepared = createPgDriver(db.url);
   try {
+    await db.emptyJobs();
     await db.sql.query(insertJobs({ now: null, jobs: Array.from({ length: 4 }, (_, i) => ({ task: 'noop', payload: { i }, priority: 0, run_at: null, delay_ms: 0, max_attempts: 5, timeout_ms: 10_000, idempotency_key: null, schedule_name: null, scheduled_for: null })) }));
     const claimed = (await unprepared.query(completeAndClaim({ ...plain, limit: 2 }))).filter((r) => r.id !== null);
     expect(claimed.map((r) => r.payload)).toEqual([{ i: 0 }, { i: 1 }]);
@@ -50,6 +54,6 @@ test('a driver that does not prepare statements calls the function; one that pre
     expect((await prepared.query(completeAndClaim({ ...plain, limit: 1 }))).filter((r) => r.id !== null)).toHaveLength(1);
   } finally {
     await db.sql.query(statement(`ALTER FUNCTION skiplock.tick_done_claim_away(${STORED_TICK.parameters.join(', ')}) RENAME TO tick_done_claim`)).catch(() => {});
-    await Promise.all([unprepared.close(), prepared.close()]);
+    await Promise.all([unprepared.close(), prepared.close(), proxy?.close()]);
   }
 });
