@@ -128,8 +128,7 @@ export interface CompleteAndClaimParams {
  * child's, is written by doneWrite: arrays, one SET list. Any other batch by GENERAL_WRITE: the
  * results as JSON parsed once (MATERIALIZED), a CASE per column over the outcome, the schedule's
  * recurring state, and with `fanIn` a child's end reaching its parent. The answer is the same.
- * What the queue does not hold of a claimed job comes from the record, by primary key; the
- * schedules' probe is two probes of schedule_due_idx (next_run_at, enabled), a few rows at most.
+ * A claimed job's columns the queue lacks come from the record by id; schedule_due: 2 index probes.
  *
  * The commonest statement, that write with the plain claim and no probe, is also stored in the
  * database as a function (src/store/stored-tick.ts): a driver that does not prepare statements
@@ -151,8 +150,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
   // a prepared statement's generic plan cannot estimate `task = ANY ($n)` and scanned every pending
   // row (11 ms past 20,000 left for a task no deployment runs); planned each time, it is an index probe.
   const build = p.subscriptions || register ? statement : preparedStatement;
-  const stored = plainDone && !limited && !batches && !register && !p.subscriptions && !p.probeLeases;
-  return (stored ? withStoredForm : (s: Statement) => s)(build(
+  const storable = plainDone && !limited && !batches && !register && !p.subscriptions && !p.probeLeases;
+  const tick = build(
     `WITH ${plainDone ? doneWrite(p, values) : GENERAL_WRITE(p.fanIn === true)},
      ${batchClaim(limited ? claimLimited : claimPlain, batches, NOW)},
      claimed AS (
@@ -182,7 +181,8 @@ export function completeAndClaim(p: CompleteAndClaimParams): Statement {
                FROM written) AS w
        FULL JOIN claimed_jobs ON false`,
     values,
-  ));
+  );
+  return storable ? withStoredForm(tick) : tick;
 }
 
 /**
